@@ -1,0 +1,1 @@
+"""kplm stage package."""
