@@ -40,7 +40,9 @@ def shard_files(folder: str | Path) -> list[Path]:
     return files
 
 
-def iter_documents(folder: str | Path, columns: tuple[str, ...] = ("id", "text", "source", "metadata")) -> Iterator[dict[str, Any]]:
+def iter_documents(
+    folder: str | Path, columns: tuple[str, ...] = ("id", "text", "source", "metadata")
+) -> Iterator[dict[str, Any]]:
     """Yield documents as dicts from every shard of ``folder``, streaming one record batch at a time."""
     for path in shard_files(folder):
         try:
@@ -49,7 +51,9 @@ def iter_documents(folder: str | Path, columns: tuple[str, ...] = ("id", "text",
             raise KplmError(f"{path}: not a readable Parquet file ({e})") from None
         missing = [c for c in columns if c not in parquet.schema_arrow.names]
         if missing:
-            raise KplmError(f"{path}: missing column '{missing[0]}' (has {', '.join(parquet.schema_arrow.names)})")
+            raise KplmError(
+                f"{path}: missing column '{missing[0]}' (has {', '.join(parquet.schema_arrow.names)})"
+            )
         for batch in parquet.iter_batches(columns=list(columns), batch_size=4096):
             yield from batch.to_pylist()
 

@@ -47,7 +47,9 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type, *, skip: tu
             default = f.default_factory()
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         if not required and default not in (None, "", [], ()):
-            help_text += f" (default: {' '.join(map(str, default)) if isinstance(default, list | tuple) else default})"
+            help_text += (
+                f" (default: {' '.join(map(str, default)) if isinstance(default, list | tuple) else default})"
+            )
         kwargs: dict[str, Any] = {"dest": f.name, "help": help_text, "default": None}
         origin = get_origin(tp)
         if tp is bool:

@@ -108,7 +108,9 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
                 return _coerce(option, value, where)
             except KplmError as e:
                 errors.append(str(e))
-        raise KplmError(errors[0] if len(errors) == 1 else f"{where}: {_describe(value)} matches none of {tp}")
+        raise KplmError(
+            errors[0] if len(errors) == 1 else f"{where}: {_describe(value)} matches none of {tp}"
+        )
     if origin is Literal:
         allowed = get_args(tp)
         if value not in allowed:

@@ -54,7 +54,10 @@ def git_commit() -> str | None:
         return None
     try:
         sha = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
@@ -72,7 +75,9 @@ def write_json_atomic(path: Path, data: Any) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(to_dict(data), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    tmp.write_text(
+        json.dumps(to_dict(data), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+    )
     os.replace(tmp, path)
 
 
