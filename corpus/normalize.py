@@ -1,0 +1,121 @@
+"""Text normalisation rules for Korean corpora, each with a versioned name that never changes meaning.
+
+Rules run in a fixed order inside one datatrove step (:class:`Normalizer`), which counts how many documents
+each rule changed (``changed_<rule>`` stats). A rule that needs fixing gets a new version (``_v2``); configs
+name the versions they want, so old runs stay reproducible.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from collections.abc import Callable
+
+from datatrove.data import DocumentsPipeline
+from datatrove.pipeline.base import PipelineStep
+
+_HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]{0,200})?/?>")
+_HTML_ENTITY = re.compile(r"&(?:[A-Za-z]{2,8}|#\d{2,6}|#x[0-9A-Fa-f]{2,5});")
+# Zero-width and invisible format characters, C0/C1 controls except tab and newline, and the BOM.
+_INVISIBLE = re.compile(
+    "[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\ufeff]"
+)
+_SPACES = re.compile(r"[^\S\n]+")
+_BLANK_LINES = re.compile(r"\n\s*\n\s*\n+")
+
+
+def nfc_v1(text: str) -> str:
+    """Unicode NFC: composes decomposed Hangul jamo (NFD input, common from macOS) into syllables."""
+    return unicodedata.normalize("NFC", text)
+
+
+def nfkc_v1(text: str) -> str:
+    """Unicode NFKC: NFC plus compatibility folding (full-width Latin, circled digits, ㎏ → kg)."""
+    return unicodedata.normalize("NFKC", text)
+
+
+def html_v1(text: str) -> str:
+    """Drop HTML tags (``<br>`` becomes a newline) and unescape entities (``&amp;`` → ``&``)."""
+    if "<" in text:
+        text = re.sub(r"<br\s*/?>", "\n", text, flags=re.IGNORECASE)
+        text = _HTML_TAG.sub(" ", text)
+    if "&" in text and _HTML_ENTITY.search(text):
+        text = html.unescape(text).replace("\xa0", " ")
+    return text
+
+
+def invisible_v1(text: str) -> str:
+    """Remove control characters (except tab/newline), zero-width characters, bidi marks and the BOM."""
+    return _INVISIBLE.sub("", text)
+
+
+def whitespace_v1(text: str) -> str:
+    """Collapse runs of spaces/tabs to one space, at most one blank line between paragraphs, strip ends."""
+    text = _SPACES.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = "\n".join(line.strip() for line in text.split("\n"))
+    return _BLANK_LINES.sub("\n\n", text).strip()
+
+
+def make_repeat_rule(max_repeats: int) -> Callable[[str], str]:
+    """``repeat_chars_v1``: bound runs of one repeated character (``ㅋㅋㅋㅋㅋㅋ`` → ``ㅋㅋㅋ``, like soynlp's
+    ``repeat_normalize``) and of repeated two-character units (``하하하하하하`` keeps ``max_repeats`` units).
+    Digits are never touched (``1000000`` stays)."""
+    single = re.compile(rf"([^\d\s])\1{{{max_repeats},}}")
+    double = re.compile(rf"([^\d\s]{{2}})\1{{{max_repeats},}}")
+
+    def repeat_chars_v1(text: str) -> str:
+        text = single.sub(lambda m: m.group(1) * max_repeats, text)
+        return double.sub(lambda m: m.group(1) * max_repeats, text)
+
+    return repeat_chars_v1
+
+
+RULES: dict[str, Callable[[str], str]] = {
+    "nfc_v1": nfc_v1,
+    "nfkc_v1": nfkc_v1,
+    "html_v1": html_v1,
+    "invisible_v1": invisible_v1,
+    "whitespace_v1": whitespace_v1,
+}
+DEFAULT_RULES = ("nfc_v1", "html_v1", "invisible_v1", "repeat_chars_v1", "whitespace_v1")
+KNOWN_RULES = (*RULES, "repeat_chars_v1")
+
+
+class Normalizer(PipelineStep):
+    """Apply the named normalisation rules in order to every document's text."""
+
+    type = "✂️ - FORMAT"
+    name = "kplm normalizer"
+
+    def __init__(self, rules: tuple[str, ...] | list[str] = DEFAULT_RULES, max_repeats: int = 3):
+        super().__init__()
+        unknown = [r for r in rules if r not in KNOWN_RULES]
+        if unknown:
+            raise ValueError(f"unknown normalisation rule '{unknown[0]}' (known: {', '.join(KNOWN_RULES)})")
+        self.rules = list(rules)
+        self.max_repeats = max_repeats
+
+    def _functions(self) -> list[tuple[str, Callable[[str], str]]]:
+        return [
+            (name, make_repeat_rule(self.max_repeats) if name == "repeat_chars_v1" else RULES[name])
+            for name in self.rules
+        ]
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        functions = self._functions()
+        for doc in data:
+            with self.track_time():
+                for name, rule in functions:
+                    new = rule(doc.text)
+                    if new != doc.text:
+                        self.stat_update(f"changed_{name}")
+                        doc.text = new
+            yield doc
+
+
+def normalize(text: str, rules: tuple[str, ...] = DEFAULT_RULES, max_repeats: int = 3) -> str:
+    """Apply the rules to one string (the same code path as the pipeline step)."""
+    for _, rule in Normalizer(rules, max_repeats)._functions():
+        text = rule(text)
+    return text
