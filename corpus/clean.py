@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
+import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -209,7 +212,7 @@ def _run(pipeline: list, logging_dir: Path, *, tasks: int, workers: int) -> None
     logging_dir.mkdir(parents=True, exist_ok=True)
     try:
         # datatrove logs each task and a stats table to stderr: keep them in the work folder instead.
-        with (logging_dir / "executor.log").open("w") as log, contextlib.redirect_stderr(log):
+        with stderr_to(logging_dir / "executor.log"):
             executor.run()
     except KplmError:
         raise
@@ -217,6 +220,21 @@ def _run(pipeline: list, logging_dir: Path, *, tasks: int, workers: int) -> None
         raise KplmError(
             f"corpus cleaning failed ({type(e).__name__}: {e}); see {logging_dir}/executor.log"
         ) from e
+
+
+@contextlib.contextmanager
+def stderr_to(path: Path) -> Iterator[None]:
+    """Send file descriptor 2 (this process and the worker processes it starts) to ``path``."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with path.open("a") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _remove_outputs(out: Path) -> None:
