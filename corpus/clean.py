@@ -119,7 +119,7 @@ def _row(writer: Any, doc: Document) -> dict[str, Any]:
     }
 
 
-def _writer(folder: Path, filename: str = "${rank}.parquet") -> ParquetWriter:
+def shard_writer(folder: Path, filename: str = "${rank}.parquet") -> ParquetWriter:
     return ParquetWriter(
         str(folder),
         output_filename=filename,
@@ -138,7 +138,7 @@ def _filters(config: CleanConfig, excluded: Path) -> list[filters.KoreanFilter]:
         (filters.SymbolRatioFilter, config.max_symbol_ratio),
         (filters.RepeatedLinesFilter, config.max_repeated_lines),
     ]
-    return [cls(value, exclusion_writer=_writer(excluded / cls.rule)) for cls, value in specs]
+    return [cls(value, exclusion_writer=shard_writer(excluded / cls.rule)) for cls, value in specs]
 
 
 def input_fingerprint(config: CleanConfig, files: list[str]) -> str:
@@ -176,9 +176,9 @@ def clean(config: CleanConfig) -> dict[str, Any]:
     first = [reader, Normalizer(config.normalize, config.max_repeats), *_filters(config, out / "excluded")]
     executor_args = {"tasks": config.tasks, "workers": min(config.workers, config.tasks)}
     if config.dedup:
-        first += [_writer(work / "filtered"), ExactDedupSignature(str(work / "sigs"), config=dedup)]
-        _run(first, work / "logs" / "1_filter", **executor_args)
-        _run(
+        first += [shard_writer(work / "filtered"), ExactDedupSignature(str(work / "sigs"), config=dedup)]
+        run_executor(first, work / "logs" / "1_filter", **executor_args)
+        run_executor(
             [ExactFindDedups(str(work / "sigs"), str(work / "dups"), config=dedup)],
             work / "logs" / "2_find",
             tasks=1,
@@ -189,13 +189,13 @@ def clean(config: CleanConfig) -> dict[str, Any]:
             ExactDedupFilter(
                 str(work / "dups"),
                 config=dedup,
-                exclusion_writer=_writer(out / "excluded" / "exact_dedup_v1"),
+                exclusion_writer=shard_writer(out / "excluded" / "exact_dedup_v1"),
             ),
-            _writer(out, "part-${rank}.parquet"),
+            shard_writer(out, "part-${rank}.parquet"),
         ]
-        _run(last, work / "logs" / "3_dedup", **executor_args)
+        run_executor(last, work / "logs" / "3_dedup", **executor_args)
     else:
-        _run([*first, _writer(out, "part-${rank}.parquet")], work / "logs" / "1_filter", **executor_args)
+        run_executor([*first, shard_writer(out, "part-${rank}.parquet")], work / "logs" / "1_filter", **executor_args)
     counts = reconcile(out, work / "counts")
     write_json_atomic(out / "clean_report.json", counts)
     (out / "clean_report.md").write_text(report_markdown(counts), encoding="utf-8")
@@ -205,7 +205,8 @@ def clean(config: CleanConfig) -> dict[str, Any]:
     return counts
 
 
-def _run(pipeline: list, logging_dir: Path, *, tasks: int, workers: int) -> None:
+def run_executor(pipeline: list, logging_dir: Path, *, tasks: int, workers: int, what: str = "corpus cleaning") -> None:
+    """Run a datatrove pipeline on the local executor, its logs kept in ``logging_dir``."""
     executor = LocalPipelineExecutor(
         pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=str(logging_dir)
     )
@@ -218,7 +219,7 @@ def _run(pipeline: list, logging_dir: Path, *, tasks: int, workers: int) -> None
         raise
     except Exception as e:  # a worker failure surfaces here: name the log that has the traceback
         raise KplmError(
-            f"corpus cleaning failed ({type(e).__name__}: {e}); see {logging_dir}/executor.log"
+            f"{what} failed ({type(e).__name__}: {e}); see {logging_dir}/executor.log"
         ) from e
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import types
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from kplm.config import build
+from kplm.errors import KplmError
 
 T = TypeVar("T")
 
@@ -69,7 +71,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type, *, skip: tu
             kwargs["type"] = str
             kwargs["metavar"] = "PATH" if tp is Path else f.name.upper()
         if required:
-            kwargs["required"] = True
+            kwargs["help"] = help_text + " (required)"
         parser.add_argument(_flag(f.name), **kwargs)
 
 
@@ -80,4 +82,9 @@ def config_from_args(cls: type[T], args: argparse.Namespace, base: dict[str, Any
         value = getattr(args, f.name, None)
         if value is not None:
             data[f.name] = value
-    return build(cls, data, where="arguments" if not base else "config")
+    try:
+        return build(cls, data, where="arguments")
+    except KplmError as e:
+        # name the flag the user typed: "arguments.min_chars: ..." → "--min-chars: ..."
+        message = re.sub(r"^arguments\.(\w+)", lambda m: _flag(m.group(1)), str(e))
+        raise KplmError(message) from None

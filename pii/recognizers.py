@@ -107,8 +107,10 @@ def _score_phone(text: str, m: re.Match[str]) -> Iterator[Candidate]:
     mid = m["mid"]
     mobile = prefix[0] == "1"
     landline = prefix[0] in "23456" and not prefix.startswith("50")
-    if landline and mid[0] in "01":
-        return  # local exchange numbers never start with 0 or 1
+    if landline and mid[0] == "0":
+        return  # local exchange numbers never start with 0
+    # ... and rarely with 1 (special services such as 02-120), so such numbers score lower.
+    penalty = 0.15 if landline and mid[0] == "1" else 0.0
     if prefix == "10" and len(mid) == 3:
         base = 0.6  # 010 numbers have had 4-digit middles for two decades
     elif m["intl"]:
@@ -125,7 +127,7 @@ def _score_phone(text: str, m: re.Match[str]) -> Iterator[Candidate]:
             if _glued_to_letters(text, start, end):
                 return
             base = (0.75 if len(mid) == 4 else 0.5) if mobile else 0.45
-    yield start, end, "PHONE", base
+    yield start, end, "PHONE", base - penalty
 
 
 # ---------------------------------------------------------------------------------------------- EMAIL
@@ -249,7 +251,7 @@ _ID_NEGATIVE = ("isbn", "주문번호", "송장", "운송장", "상품번호", "
 CONTEXT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "PHONE": (
         ("전화", "연락", "휴대폰", "핸드폰", "폰", "문의", "팩스", "tel", "phone", "mobile", "fax",
-         "콜센터", "고객센터", "대표번호", "번호로", "010"),
+         "콜센터", "고객센터", "대표번호", "번호로"),
         _ID_NEGATIVE,
     ),
     "EMAIL": (("이메일", "메일", "email", "e-mail", "mail", "연락"), ()),

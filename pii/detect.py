@@ -1,0 +1,136 @@
+"""Find personal information in Korean text: scored, typed, non-overlapping character spans.
+
+:func:`detect` runs the recognizers of :mod:`kplm.pii.recognizers` (compiled regexes + validators such as
+date, checksum and Luhn checks), adjusts each candidate's score by the Korean/English context words found
+within a few characters of it (``연락처``, ``주민번호``, ``카드`` … raise it; ``주문번호``, ``ISBN`` … lower
+it), drops candidates under ``min_score`` and resolves overlaps deterministically: the higher score wins,
+then the longer span, then the earlier one. Offsets are Python ``str`` offsets into the original text.
+
+Full-width forms (``０１０－１２３４－５６７８``, ``ｋｉｍ＠ｅｘａｍｐｌｅ.ｃｏｍ``) are folded to ASCII
+one character for one character before matching, so offsets stay valid.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kplm.pii.recognizers import CONTEXT, RECOGNIZERS, Candidate
+
+#: Every PII type name kplm knows. Detectors exist for :data:`DETECTABLE_TYPES`; the others are reserved
+#: for later detectors (and already have scrub placeholders) so that type names stay stable.
+PII_TYPES: tuple[str, ...] = (
+    "RRN",
+    "FRN",
+    "PHONE",
+    "EMAIL",
+    "CARD",
+    "ACCOUNT",
+    "BRN",
+    "PASSPORT",
+    "DRIVER_LICENSE",
+    "IP",
+    "URL",
+    "ADDRESS",
+    "PERSON",
+)
+DETECTABLE_TYPES: tuple[str, ...] = tuple(t for t in PII_TYPES if any(t in r.types for r in RECOGNIZERS))
+
+CONTEXT_BEFORE = 24  # characters looked at before a candidate for context words
+CONTEXT_AFTER = 12  # ... and after it
+CONTEXT_BOOST = 0.25
+CONTEXT_PENALTY = 0.35
+MAX_SCORE = 0.99
+
+_TYPE_RANK = {t: i for i, t in enumerate(PII_TYPES)}
+_HAS_DIGIT = re.compile(r"[0-9\uff10-\uff19]")
+_FULLWIDTH = re.compile(r"[\uff01-\uff5e]")
+_FOLD = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)}
+
+
+@dataclass(frozen=True)
+class PiiSpan:
+    """One detected piece of personal information: ``text[start:end]`` is of ``type`` with ``score``."""
+
+    start: int
+    end: int
+    type: str
+    score: float
+
+
+def check_types(types: Sequence[str] | None) -> tuple[str, ...]:
+    """Validate a requested type list; None means every detectable type. Raises ``ValueError``."""
+    if types is None:
+        return DETECTABLE_TYPES
+    if isinstance(types, str):
+        raise ValueError(f"types: expected a list of type names, got the string {types!r}")
+    for t in types:
+        if t not in PII_TYPES:
+            raise ValueError(f"types: unknown PII type {t!r} (known: {', '.join(PII_TYPES)})")
+        if t not in DETECTABLE_TYPES:
+            raise ValueError(
+                f"types: {t} has no detector yet (detectable: {', '.join(DETECTABLE_TYPES)})"
+            )
+    return tuple(dict.fromkeys(types))
+
+
+def _context_score(lowered: str, start: int, end: int, kind: str, score: float) -> float:
+    """Raise or lower ``score`` by the context words of ``kind`` found around ``[start, end)``."""
+    positive, negative = CONTEXT.get(kind, ((), ()))
+    window = lowered[max(0, start - CONTEXT_BEFORE) : start] + "\n" + lowered[end : end + CONTEXT_AFTER]
+    if negative and any(w in window for w in negative):
+        return score - CONTEXT_PENALTY
+    if any(w in window for w in positive):
+        # At most CONTEXT_BOOST, and at most half the remaining distance to 1, so that context never
+        # erases the difference between, e.g., a checksummed and a checksum-less RRN.
+        return min(MAX_SCORE, score + min(CONTEXT_BOOST, (1.0 - score) / 2))
+    return score
+
+
+def candidates(text: str, types: Sequence[str] | None = None) -> list[Candidate]:
+    """Every scored candidate (context applied, overlaps *not* resolved) of the requested types."""
+    wanted = check_types(types)
+    if _FULLWIDTH.search(text):
+        text = text.translate(_FOLD)
+    has_digit = _HAS_DIGIT.search(text) is not None
+    has_at = "@" in text
+    if not has_digit and not has_at:
+        return []
+    lowered: str | None = None
+    found: list[Candidate] = []
+    for rec in RECOGNIZERS:
+        if not any(t in wanted for t in rec.types):
+            continue
+        if (rec.needs == "@" and not has_at) or (rec.needs == "digit" and not has_digit):
+            continue
+        for match in rec.pattern.finditer(text):
+            for start, end, kind, score in rec.score(text, match):
+                if kind not in wanted:
+                    continue
+                if lowered is None:
+                    lowered = text.lower()
+                found.append((start, end, kind, round(_context_score(lowered, start, end, kind, score), 4)))
+    return found
+
+
+def resolve_overlaps(found: Sequence[Candidate]) -> list[PiiSpan]:
+    """Keep a non-overlapping subset, preferring higher score, then longer span, then earlier start."""
+    order = sorted(found, key=lambda c: (-c[3], -(c[1] - c[0]), c[0], _TYPE_RANK.get(c[2], 99)))
+    kept: list[Candidate] = []
+    for cand in order:
+        if all(cand[1] <= k[0] or cand[0] >= k[1] for k in kept):
+            kept.append(cand)
+    kept.sort(key=lambda c: (c[0], c[1]))
+    return [PiiSpan(s, e, t, sc) for s, e, t, sc in kept]
+
+
+def detect(text: str, *, types: Sequence[str] | None = None, min_score: float = 0.5) -> list[PiiSpan]:
+    """The PII spans of ``text`` scoring at least ``min_score``, sorted by position and non-overlapping.
+
+    ``types`` restricts detection to some of :data:`DETECTABLE_TYPES` (None: all of them).
+    """
+    if not 0.0 <= min_score <= 1.0:
+        raise ValueError(f"min_score: must be between 0 and 1, got {min_score}")
+    found = [c for c in candidates(text, types) if c[3] >= min_score]
+    return resolve_overlaps(found)

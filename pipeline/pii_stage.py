@@ -1,0 +1,111 @@
+"""The pipeline's PII stage: pseudonymise every shard of a cleaned corpus folder with datatrove.
+
+Each ``part-<rank>.parquet`` shard of the input is one datatrove task: read it, run
+:class:`kplm.pii.step.PiiScrubStep`, write ``part-<rank>.parquet`` to the output. Per-type counts (never the
+values) are summed into ``pii_report.json`` and the stage record.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow.parquet as pq
+from kplm.corpus.clean import run_executor, shard_writer
+from kplm.corpus.readers import ShardFileReader
+from kplm.corpus.shards import shard_files
+
+from kplm.config import fingerprint
+from kplm.records import is_complete, write_json_atomic, write_record
+
+STAGE = "pii.scrub_corpus"
+
+
+@dataclass(kw_only=True)
+class PiiStageConfig:
+    """PII settings of a run (the ``pii:`` section): ``policy: off`` keeps text as is (the KLUE ablation)."""
+
+    input: Path = field(metadata={"help": "cleaned corpus folder (part-*.parquet)"})
+    output: Path = field(metadata={"help": "output corpus folder"})
+    policy: Literal["off", "tag", "mask"] = field(
+        default="tag",
+        metadata={"help": "off: no change; tag: typed placeholders like [PHONE]; mask: same-length *"},
+    )
+    min_score: float = field(default=0.5, metadata={"help": "minimum detection confidence"})
+    types: list[str] | None = field(default=None, metadata={"help": "PII types to act on (default: all)"})
+    workers: int = field(default=1, metadata={"help": "processes scrubbing shards in parallel"})
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.min_score <= 1.0:
+            raise ValueError(f"min_score: must be between 0 and 1, got {self.min_score}")
+        if self.workers < 1:
+            raise ValueError(f"workers: must be at least 1, got {self.workers}")
+        if self.types is not None:
+            from kplm.pii.scrub import PLACEHOLDERS
+
+            unknown = [t for t in self.types if t not in PLACEHOLDERS]
+            if unknown:
+                raise ValueError(f"types: unknown PII type '{unknown[0]}' (known: {', '.join(PLACEHOLDERS)})")
+
+    def placeholders(self) -> list[str]:
+        """The placeholder strings this config writes into text (the tokenizer keeps them whole)."""
+        from kplm.pii.scrub import PLACEHOLDERS
+
+        if self.policy != "tag":
+            return []
+        return sorted(v for t, v in PLACEHOLDERS.items() if self.types is None or t in self.types)
+
+
+def scrub_corpus(config: PiiStageConfig) -> dict[str, Any]:
+    """Pseudonymise the corpus folder ``config.input`` into ``config.output``; returns per-type counts."""
+    from kplm.pii.step import PiiScrubStep
+
+    started = time.time()
+    shards = shard_files(config.input)
+    identity = [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in shards]
+    fp = fingerprint(STAGE, config, identity)
+    out = Path(config.output)
+    if is_complete(out, fp):
+        return json.loads((out / "pii_report.json").read_text(encoding="utf-8"))
+    for old in out.glob("part-*.parquet"):
+        old.unlink()
+    ranks = [int(m.group(1)) for p in shards if (m := re.fullmatch(r"part-(\d+)\.parquet", p.name))]
+    if len(ranks) != len(shards):
+        raise ValueError(f"{config.input}: expected only part-<rank>.parquet shards from the corpus stage")
+    tasks = max(ranks) + 1
+    step = PiiScrubStep(policy=config.policy, types=config.types, min_score=config.min_score)
+    pipeline = [
+        ShardFileReader(str(config.input), "part-{rank:05d}.parquet"),
+        step,
+        shard_writer(out, "part-${rank}.parquet"),
+    ]
+    run_executor(
+        pipeline,
+        out / "_work" / fp / "logs",
+        tasks=tasks,
+        workers=min(config.workers, tasks),
+        what="PII scrubbing",
+    )
+    counts = count_pii(out)
+    write_json_atomic(out / "pii_report.json", counts)
+    write_record(out, stage=STAGE, config=config, fingerprint=fp, counts=counts, started=started)
+    return counts
+
+
+def count_pii(folder: Path) -> dict[str, Any]:
+    """Sum the per-document PII counts stored in the shards' metadata."""
+    docs = with_pii = 0
+    by_type: Counter = Counter()
+    for path in shard_files(folder):
+        for metadata in pq.read_table(path, columns=["metadata"]).column("metadata").to_pylist():
+            docs += 1
+            found = json.loads(metadata).get("pii") or {}
+            if found:
+                with_pii += 1
+                by_type.update(found)
+    return {"documents": docs, "documents_with_pii": with_pii, "pii_by_type": dict(sorted(by_type.items()))}
