@@ -161,8 +161,9 @@ def clean(config: CleanConfig) -> dict[str, Any]:
     out = Path(config.output)
     if is_complete(out, fp):
         return json.loads((out / "clean_report.json").read_text(encoding="utf-8"))
-    _remove_outputs(out)
     work = out / "_work" / fp
+    if not work.exists():  # a fresh start: clear what another config left; else resume this config's work
+        _remove_outputs(out)
     (work / "counts").mkdir(parents=True, exist_ok=True)
     reader = SourceReader(
         files,
@@ -242,7 +243,7 @@ def _remove_outputs(out: Path) -> None:
     """Delete what an earlier (different or unfinished) clean run wrote in ``out``; keeps other files."""
     for path in out.glob("part-*.parquet"):
         path.unlink()
-    for name in ("excluded", "quarantine"):
+    for name in ("excluded", "quarantine", "_work"):
         shutil.rmtree(out / name, ignore_errors=True)
     for name in ("clean_report.json", "clean_report.md", "kplm_record.json"):
         (out / name).unlink(missing_ok=True)

@@ -28,13 +28,13 @@ SCHEMA = pa.schema(
 
 
 def shard_files(folder: str | Path) -> list[Path]:
-    """The Parquet shard files of a corpus folder (or the file itself), sorted; error if there are none."""
+    """The Parquet shard files directly in a corpus folder (or the file itself), sorted; error if none."""
     folder = Path(folder)
     if folder.is_file():
         return [folder]
     if not folder.is_dir():
         raise KplmError(f"corpus folder not found: {folder}")
-    files = sorted(p for p in folder.rglob("*.parquet") if not p.name.startswith("."))
+    files = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith("."))
     if not files:
         raise KplmError(f"{folder}: no .parquet corpus shards in this folder")
     return files
