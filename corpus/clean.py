@@ -196,7 +196,9 @@ def clean(config: CleanConfig) -> dict[str, Any]:
         ]
         run_executor(last, work / "logs" / "3_dedup", **executor_args)
     else:
-        run_executor([*first, shard_writer(out, "part-${rank}.parquet")], work / "logs" / "1_filter", **executor_args)
+        run_executor(
+            [*first, shard_writer(out, "part-${rank}.parquet")], work / "logs" / "1_filter", **executor_args
+        )
     counts = reconcile(out, work / "counts")
     write_json_atomic(out / "clean_report.json", counts)
     (out / "clean_report.md").write_text(report_markdown(counts), encoding="utf-8")
@@ -206,7 +208,9 @@ def clean(config: CleanConfig) -> dict[str, Any]:
     return counts
 
 
-def run_executor(pipeline: list, logging_dir: Path, *, tasks: int, workers: int, what: str = "corpus cleaning") -> None:
+def run_executor(
+    pipeline: list, logging_dir: Path, *, tasks: int, workers: int, what: str = "corpus cleaning"
+) -> None:
     """Run a datatrove pipeline on the local executor, its logs kept in ``logging_dir``."""
     executor = LocalPipelineExecutor(
         pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=str(logging_dir)
@@ -219,9 +223,7 @@ def run_executor(pipeline: list, logging_dir: Path, *, tasks: int, workers: int,
     except KplmError:
         raise
     except Exception as e:  # a worker failure surfaces here: name the log that has the traceback
-        raise KplmError(
-            f"{what} failed ({type(e).__name__}: {e}); see {logging_dir}/executor.log"
-        ) from e
+        raise KplmError(f"{what} failed ({type(e).__name__}: {e}); see {logging_dir}/executor.log") from e
 
 
 @contextlib.contextmanager

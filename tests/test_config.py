@@ -40,7 +40,10 @@ def test_build_converts_and_nests():
         ({"path": "p", "steps": "ten"}, "run.yaml.steps: expected an integer, got str 'ten'"),
         ({"path": "p", "steps": True}, "run.yaml.steps: expected an integer"),
         ({"path": "p", "steps": 0}, "run.yaml.steps: must be positive, got 0"),
-        ({"path": "p", "inner": {"size": "huge"}}, "run.yaml.inner.size: must be one of 'tiny', 'base', got 'huge'"),
+        (
+            {"path": "p", "inner": {"size": "huge"}},
+            "run.yaml.inner.size: must be one of 'tiny', 'base', got 'huge'",
+        ),
         ({"path": "p", "names": "x"}, "run.yaml.names: expected a list"),
         ({}, "run.yaml.path: required but not given"),
     ],
