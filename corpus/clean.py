@@ -36,12 +36,12 @@ from datatrove.pipeline.dedup.exact_dedup import (
     ExactFindDedups,
 )
 from datatrove.pipeline.writers import ParquetWriter
+
+from kplm.config import fingerprint
 from kplm.corpus import filters
 from kplm.corpus.normalize import DEFAULT_RULES, KNOWN_RULES, Normalizer
 from kplm.corpus.readers import ShardFileReader, SourceReader, resolve_input_files
 from kplm.corpus.shards import SCHEMA
-
-from kplm.config import fingerprint
 from kplm.errors import KplmError
 from kplm.records import is_complete, write_json_atomic, write_record
 

@@ -69,9 +69,7 @@ def check_types(types: Sequence[str] | None) -> tuple[str, ...]:
         if t not in PII_TYPES:
             raise ValueError(f"types: unknown PII type {t!r} (known: {', '.join(PII_TYPES)})")
         if t not in DETECTABLE_TYPES:
-            raise ValueError(
-                f"types: {t} has no detector yet (detectable: {', '.join(DETECTABLE_TYPES)})"
-            )
+            raise ValueError(f"types: {t} has no detector yet (detectable: {', '.join(DETECTABLE_TYPES)})")
     return tuple(dict.fromkeys(types))
 
 

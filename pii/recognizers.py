@@ -74,7 +74,7 @@ class Recognizer:
 _MOBILE = "1[016789]"
 _AREA = "2|3[1-3]|4[1-4]|5[1-5]|6[1-4]"
 _NETWORK = "70|80|50[2-8]"
-_PHONE = re.compile(
+PHONE_PATTERN = re.compile(
     _L
     + r"(?:(?P<intl>\+ ?82)(?P<s0>[- ]?)(?:\(0\) ?)?(?P<ip>"
     + f"{_MOBILE}|{_AREA}|{_NETWORK}"
@@ -103,7 +103,7 @@ def _score_phone(text: str, m: re.Match[str]) -> Iterator[Candidate]:
             score = 0.6 if sep == "-" else 0.45
         yield start, end, "PHONE", score
         return
-    prefix = m["ip"] or m["pp"] or m["p"].removeprefix("0")
+    prefix = m["ip"] or (m["pp"] or m["p"]).removeprefix("0")
     mid = m["mid"]
     mobile = prefix[0] == "1"
     landline = prefix[0] in "23456" and not prefix.startswith("50")
@@ -139,7 +139,28 @@ _EMAIL = re.compile(
 )
 # Top-level "domains" that are really file extensions: icon@2x.png, logo@hd.svg.
 _FILE_EXTENSIONS = frozenset(
-    "png jpg jpeg gif svg webp bmp ico js css html htm php json xml txt pdf zip mp3 mp4".split()
+    [
+        "png",
+        "jpg",
+        "jpeg",
+        "gif",
+        "svg",
+        "webp",
+        "bmp",
+        "ico",
+        "js",
+        "css",
+        "html",
+        "htm",
+        "php",
+        "json",
+        "xml",
+        "txt",
+        "pdf",
+        "zip",
+        "mp3",
+        "mp4",
+    ]
 )
 
 
@@ -237,7 +258,7 @@ def _score_ip(text: str, m: re.Match[str]) -> Iterator[Candidate]:
 
 
 RECOGNIZERS: tuple[Recognizer, ...] = (
-    Recognizer("phone", ("PHONE",), _PHONE, _score_phone),
+    Recognizer("phone", ("PHONE",), PHONE_PATTERN, _score_phone),
     Recognizer("email", ("EMAIL",), _EMAIL, _score_email, needs="@"),
     Recognizer("rrn", ("RRN", "FRN"), _RRN, _score_rrn),
     Recognizer("card", ("CARD",), _CARD, _score_card),
@@ -247,11 +268,37 @@ RECOGNIZERS: tuple[Recognizer, ...] = (
 
 # Context words (lower case) looked for just before / after a candidate: positive ones raise its score,
 # negative ones (labels of things that merely look like PII) lower it.
-_ID_NEGATIVE = ("isbn", "주문번호", "송장", "운송장", "상품번호", "바코드", "일련번호", "시리얼", "serial", "모델")
+_ID_NEGATIVE = (
+    "isbn",
+    "주문번호",
+    "송장",
+    "운송장",
+    "상품번호",
+    "바코드",
+    "일련번호",
+    "시리얼",
+    "serial",
+    "모델",
+)
 CONTEXT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "PHONE": (
-        ("전화", "연락", "휴대폰", "핸드폰", "폰", "문의", "팩스", "tel", "phone", "mobile", "fax",
-         "콜센터", "고객센터", "대표번호", "번호로"),
+        (
+            "전화",
+            "연락",
+            "휴대폰",
+            "핸드폰",
+            "폰",
+            "문의",
+            "팩스",
+            "tel",
+            "phone",
+            "mobile",
+            "fax",
+            "콜센터",
+            "고객센터",
+            "대표번호",
+            "번호로",
+        ),
         _ID_NEGATIVE,
     ),
     "EMAIL": (("이메일", "메일", "email", "e-mail", "mail", "연락"), ()),

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow.parquet as pq
+
+from kplm.config import fingerprint
 from kplm.corpus.clean import run_executor, shard_writer
 from kplm.corpus.readers import ShardFileReader
 from kplm.corpus.shards import shard_files
-
-from kplm.config import fingerprint
 from kplm.records import is_complete, write_json_atomic, write_record
 
 STAGE = "pii.scrub_corpus"

@@ -178,6 +178,7 @@ def _pretrainer(nproc: int) -> Callable[[Any], dict[str, Any] | None]:
 
     def run(config: Any) -> dict[str, Any] | None:
         import yaml
+
         from kplm.training import launch_pretraining
 
         path = Path(config.output) / "pretrain.yaml"
