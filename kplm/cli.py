@@ -36,7 +36,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str, str, str]] = {
         "kplm.pii.files",
         "PiiFileConfig",
         "scrub_file",
-        "pseudonymise personal information in a JSONL file (tag or mask policy)",
+        "pseudonymise personal information in a JSONL file (tag, mask or surrogate policy)",
     ),
     ("tokenizer", "train"): (
         "kplm.tokenizer",

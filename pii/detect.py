@@ -12,6 +12,7 @@ one character for one character before matching, so offsets stay valid.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,6 +45,10 @@ CONTEXT_PENALTY = 0.35
 MAX_SCORE = 0.99
 
 _TYPE_RANK = {t: i for i, t in enumerate(PII_TYPES)}
+# A number directly followed by a unit or counter is a quantity (1800-3000원, 1592-1598년), not an ID.
+# (번 is left out on purpose: "010-1234-5678번으로 연락" is common.)
+_UNITS = frozenset("원명개년월일회점편위배분초만억천세층%$")
+_NUMERIC_TYPES = frozenset(PII_TYPES) - {"EMAIL", "URL", "ADDRESS", "PERSON"}
 _HAS_DIGIT = re.compile(r"[0-9\uff10-\uff19]")
 _FULLWIDTH = re.compile(r"[\uff01-\uff5e]")
 _FOLD = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)}
@@ -76,6 +81,8 @@ def check_types(types: Sequence[str] | None) -> tuple[str, ...]:
 def _context_score(lowered: str, start: int, end: int, kind: str, score: float) -> float:
     """Raise or lower ``score`` by the context words of ``kind`` found around ``[start, end)``."""
     positive, negative = CONTEXT.get(kind, ((), ()))
+    if kind in _NUMERIC_TYPES and lowered[end : end + 1] in _UNITS:
+        return score - CONTEXT_PENALTY
     window = lowered[max(0, start - CONTEXT_BEFORE) : start] + "\n" + lowered[end : end + CONTEXT_AFTER]
     if negative and any(w in window for w in negative):
         return score - CONTEXT_PENALTY
@@ -115,11 +122,16 @@ def candidates(text: str, types: Sequence[str] | None = None) -> list[Candidate]
 def resolve_overlaps(found: Sequence[Candidate]) -> list[PiiSpan]:
     """Keep a non-overlapping subset, preferring higher score, then longer span, then earlier start."""
     order = sorted(found, key=lambda c: (-c[3], -(c[1] - c[0]), c[0], _TYPE_RANK.get(c[2], 99)))
+    starts: list[int] = []  # kept spans, sorted by start (they never overlap, so ends are sorted too)
     kept: list[Candidate] = []
     for cand in order:
-        if all(cand[1] <= k[0] or cand[0] >= k[1] for k in kept):
-            kept.append(cand)
-    kept.sort(key=lambda c: (c[0], c[1]))
+        i = bisect.bisect_right(starts, cand[0])
+        if i > 0 and kept[i - 1][1] > cand[0]:
+            continue  # overlaps the kept span starting at or before it
+        if i < len(kept) and kept[i][0] < cand[1]:
+            continue  # overlaps the kept span starting after it
+        starts.insert(i, cand[0])
+        kept.insert(i, cand)
     return [PiiSpan(s, e, t, sc) for s, e, t, sc in kept]
 
 

@@ -32,9 +32,11 @@ class PiiStageConfig:
 
     input: Path = field(metadata={"help": "cleaned corpus folder (part-*.parquet)"})
     output: Path = field(metadata={"help": "output corpus folder"})
-    policy: Literal["off", "tag", "mask"] = field(
+    policy: Literal["off", "tag", "mask", "surrogate"] = field(
         default="tag",
-        metadata={"help": "off: no change; tag: typed placeholders like [PHONE]; mask: same-length *"},
+        metadata={
+            "help": "off: no change; tag: typed placeholders like [PHONE]; mask: same-length *; surrogate: realistic fakes (key: KPLM_PII_SECRET)"
+        },
     )
     min_score: float = field(default=0.5, metadata={"help": "minimum detection confidence"})
     types: list[str] | None = field(default=None, metadata={"help": "PII types to act on (default: all)"})
@@ -46,19 +48,18 @@ class PiiStageConfig:
         if self.workers < 1:
             raise ValueError(f"workers: must be at least 1, got {self.workers}")
         if self.types is not None:
-            from kplm.pii.scrub import PLACEHOLDERS
+            from kplm.pii.detect import check_types
 
-            unknown = [t for t in self.types if t not in PLACEHOLDERS]
-            if unknown:
-                raise ValueError(f"types: unknown PII type '{unknown[0]}' (known: {', '.join(PLACEHOLDERS)})")
+            check_types(self.types)
 
     def placeholders(self) -> list[str]:
         """The placeholder strings this config writes into text (the tokenizer keeps them whole)."""
+        from kplm.pii.detect import DETECTABLE_TYPES
         from kplm.pii.scrub import PLACEHOLDERS
 
         if self.policy != "tag":
             return []
-        return sorted(v for t, v in PLACEHOLDERS.items() if self.types is None or t in self.types)
+        return sorted(PLACEHOLDERS[t] for t in DETECTABLE_TYPES if self.types is None or t in self.types)
 
 
 def scrub_corpus(config: PiiStageConfig) -> dict[str, Any]:
@@ -105,7 +106,7 @@ def count_pii(folder: Path) -> dict[str, Any]:
         for metadata in pq.read_table(path, columns=["metadata"]).column("metadata").to_pylist():
             docs += 1
             found = json.loads(metadata).get("pii") or {}
-            if found:
+            if any(found.values()):
                 with_pii += 1
-                by_type.update(found)
+            by_type.update({t: n for t, n in found.items() if n})
     return {"documents": docs, "documents_with_pii": with_pii, "pii_by_type": dict(sorted(by_type.items()))}
