@@ -16,6 +16,8 @@ from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]{0,200})?/?>")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _HTML_ENTITY = re.compile(r"&(?:[A-Za-z]{2,8}|#\d{2,6}|#x[0-9A-Fa-f]{2,5});")
 # Zero-width and invisible format characters, C0/C1 controls except tab and newline, and the BOM.
 _INVISIBLE = re.compile(
@@ -36,12 +38,14 @@ def nfkc_v1(text: str) -> str:
 
 
 def html_v1(text: str) -> str:
-    """Drop HTML tags (``<br>`` becomes a newline) and unescape entities (``&amp;`` → ``&``)."""
-    if "<" in text:
-        text = re.sub(r"<br\s*/?>", "\n", text, flags=re.IGNORECASE)
-        text = _HTML_TAG.sub(" ", text)
+    """Unescape HTML entities (``&amp;`` → ``&``, ``&lt;br&gt;`` → ``<br>``), then drop comments and tags
+    (``<br>`` becomes a newline, other tags a space)."""
     if "&" in text and _HTML_ENTITY.search(text):
         text = html.unescape(text).replace("\xa0", " ")
+    if "<" in text:
+        text = _HTML_COMMENT.sub(" ", text)
+        text = _HTML_BREAK.sub("\n", text)
+        text = _HTML_TAG.sub(" ", text)
     return text
 
 

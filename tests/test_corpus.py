@@ -60,6 +60,7 @@ def test_normalisation_rules():
     assert normalize("진짜 웃겨ㅋㅋㅋㅋㅋㅋㅋㅋ!!!!!!") == "진짜 웃겨ㅋㅋㅋ!!!"
     assert normalize("가격은 1000000원") == "가격은 1000000원"
     assert normalize("첫 줄<br>둘째\u200b 줄&nbsp;&amp; 끝") == "첫 줄\n둘째 줄 & 끝"
+    assert normalize("공지&lt;br&gt;내용<!-- end --> <p class='x'>본문</p>") == "공지\n내용 본문"
     assert normalize("  공백이   많은\t\t문장  ") == "공백이 많은 문장"
 
 
