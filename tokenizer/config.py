@@ -34,7 +34,7 @@ class TokenizerConfig:
     )
     min_frequency: int = field(default=2, metadata={"help": "minimum count of a pair to be merged"})
     character_coverage: float = field(
-        default=0.9995,
+        default=0.9999,
         metadata={
             "help": "share of character occurrences the base alphabet must cover "
             "(rarer characters become [UNK]; capped at half the vocabulary)"
