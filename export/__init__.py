@@ -1,1 +1,4 @@
-"""kplm stage package."""
+"""kplm.export: Hugging Face model folders from pretraining checkpoints (:mod:`kplm.export.hf`).
+
+Importing this package does not import torch.
+"""
