@@ -37,15 +37,17 @@ def launch_pretraining(config_path: Path, nproc: int) -> None:
     when the launcher or any rank fails.
     """
     from kplm.records import is_complete
+    from kplm.training.checkpoint import CHECKPOINTS
     from kplm.training.config import load_pretrain_config
     from kplm.training.engine import free_port, has_gpu
-    from kplm.training.pretrain import check_inputs, run_fingerprint
+    from kplm.training.pretrain import check_inputs, check_resumable, run_fingerprint
 
     config_path = Path(config_path)
     if nproc < 1:
         raise KplmError(f"nproc: must be at least 1, got {nproc}")
     config = load_pretrain_config(config_path)
     check_inputs(config)
+    check_resumable(config, Path(config.output) / CHECKPOINTS)
     if is_complete(Path(config.output), run_fingerprint(config)):
         print(f"[kplm] pretraining in {config.output} is already complete; skipped", flush=True)
         return

@@ -43,6 +43,34 @@ _UNFINGERPRINTED = (
 )
 
 
+# Settings that may change between a run and its resumption (they do not change what a step computes).
+_RESUMABLE = (*_UNFINGERPRINTED, "max_steps", "eval_batches", "peak_tflops")
+
+
+def resume_settings(config: PretrainConfig) -> dict[str, Any]:
+    """The settings a checkpoint must share with the config that resumes it."""
+    return {k: v for k, v in to_dict(config).items() if k not in _RESUMABLE}
+
+
+def check_resumable(config: PretrainConfig, ckpt_dir: Path) -> None:
+    """Refuse to resume checkpoints written by a run with other settings (another model size, batch, seed …)."""
+    resolved = ckpt_dir / RESOLVED_NAME
+    if latest_checkpoint(ckpt_dir) is None or not resolved.is_file():
+        return
+    try:
+        before = json.loads(resolved.read_text(encoding="utf-8"))["resume_settings"]
+    except (ValueError, KeyError):
+        return
+    now = json.loads(json.dumps(resume_settings(config), default=str))
+    changed = [k for k in sorted(set(before) | set(now)) if before.get(k) != now.get(k)]
+    if changed:
+        diffs = "; ".join(f"{k}: {before.get(k)} → {now.get(k)}" for k in changed[:3])
+        raise KplmError(
+            f"{ckpt_dir} holds checkpoints of a run with other settings ({diffs}); "
+            "delete that folder to start over, or choose another output folder"
+        )
+
+
 def run_fingerprint(config: PretrainConfig) -> str:
     """What decides a run's result: its settings, the packed data and the tokenizer (not paths or logging)."""
     meta = read_meta(config.data)
@@ -77,6 +105,7 @@ class Trainer:
         self.fingerprint = run_fingerprint(config)
         self.output = Path(config.output).resolve()
         self.ckpt_dir = self.output / CHECKPOINTS
+        check_resumable(config, self.ckpt_dir)
 
     # ----------------------------------------------------------------- setup
     def setup(self, local_rank: int | None = None) -> None:
@@ -144,6 +173,7 @@ class Trainer:
             "params": self.params,
             "hf_config": self.hf_config.to_dict(),
             "fingerprint": self.fingerprint,
+            "resume_settings": resume_settings(cfg),
             "versions": versions(),
         }
         if self.is_main:
@@ -173,7 +203,10 @@ class Trainer:
         try:
             path, client = self.engine.load_checkpoint(str(self.ckpt_dir), tag=tag.name)
         except (RuntimeError, ValueError, KeyError, AssertionError, OSError) as e:
-            raise KplmError(f"{tag}: cannot resume from this checkpoint ({type(e).__name__}: {e})") from None
+            detail = str(e).splitlines()[0][:300]
+            raise KplmError(
+                f"{tag}: cannot resume from this checkpoint ({type(e).__name__}: {detail})"
+            ) from None
         if path is None:
             raise KplmError(f"{tag}: DeepSpeed found no state to resume from")
         self.state = json.loads((tag / STATE_NAME).read_text(encoding="utf-8"))
