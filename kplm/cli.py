@@ -58,6 +58,9 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str, str, str]] = {
     ),
 }
 
+# commands that also take their main input as a positional argument
+POSITIONAL = {("export",): "checkpoint"}
+
 USAGE = f"""usage: kplm <command> [options]
 
 kplm {__version__}: raw Korean text in, a pretrained Korean BERT/RoBERTa encoder out.
@@ -111,7 +114,16 @@ def _stage_command(words: tuple[str, ...], argv: list[str]) -> Any:
         "--config", type=Path, help="YAML file with these options (flags given here override it)"
     )
     add_config_arguments(parser, config_class)
+    positional = POSITIONAL.get(words)
+    if positional:  # e.g. `kplm export CHECKPOINT --output DIR` as well as `--checkpoint CHECKPOINT`
+        parser.add_argument(
+            f"{positional}_arg", nargs="?", metavar=positional.upper(), help=f"same as --{positional}"
+        )
     args = parser.parse_args(argv)
+    if positional and getattr(args, f"{positional}_arg"):
+        if getattr(args, positional) is not None:
+            parser.error(f"give {positional.upper()} or --{positional}, not both")
+        setattr(args, positional, getattr(args, f"{positional}_arg"))
     base = load_yaml(args.config) if args.config else None
     config = config_from_args(config_class, args, base)
     return getattr(module, function_name)(config)
