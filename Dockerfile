@@ -27,6 +27,7 @@ COPY pii ./pii
 COPY tokenizer ./tokenizer
 COPY training ./training
 COPY export ./export
+COPY finetune ./finetune
 COPY pipeline ./pipeline
 COPY launch ./launch
 RUN pip install -e . && python -c "import kplm.training, deepspeed, mecab_ko; print('kplm ok')"

@@ -1,0 +1,1 @@
+"""KLUE fine-tuning suite (placeholder: replaced by the fine-tuning stage)."""
