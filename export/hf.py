@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from typing import Any, Literal
 
 from kplm.config import fingerprint
 from kplm.errors import KplmError
+from kplm.export.card import lineage, model_card
+from kplm.export.hub import push_to_hub
 from kplm.records import is_complete, read_record, write_record
 from kplm.training.checkpoint import RESOLVED_NAME, STATE_NAME, WEIGHTS_NAME, resolve_checkpoint
 
@@ -34,6 +37,25 @@ class ExportConfig:
         default=None, metadata={"help": "tokenizer folder (default: the one the run was trained with)"}
     )
     dtype: Literal["fp32", "bf16"] = field(default="fp32", metadata={"help": "weight dtype of the export"})
+    klue_results: Path | None = field(
+        default=None, metadata={"help": "results.json of the KLUE suite, shown in the model card"}
+    )
+    push_to_hub: str | None = field(
+        default=None,
+        metadata={
+            "help": "Hub repo id (user/name) to upload to; token from HF_TOKEN or the HF cache, never a flag"
+        },
+    )
+    private: bool = field(default=True, metadata={"help": "create the Hub repo as private"})
+    dry_run: bool = field(
+        default=False, metadata={"help": "with --push-to-hub: list the files, upload nothing"}
+    )
+
+    def __post_init__(self) -> None:
+        if self.push_to_hub is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", self.push_to_hub):
+            raise ValueError(f"push_to_hub: expected a repo id like 'user/name', got {self.push_to_hub!r}")
+        if self.dry_run and self.push_to_hub is None:
+            raise ValueError("dry_run: only meaningful with push_to_hub")
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -82,48 +104,6 @@ def _embedding_rows(tag: Path) -> int:
     raise KplmError(f"{tag / WEIGHTS_NAME}: no word embedding found")
 
 
-def model_card(state: dict[str, Any], hf_config: Any, tokenizer: Any, dtype: str) -> str:
-    """A short README.md: what was trained and how far (numbers only, no training text)."""
-
-    def num(value: Any, fmt: str) -> str:
-        return format(value, fmt) if isinstance(value, int | float) else "n/a"
-
-    arch = "RoBERTa" if hf_config.model_type == "roberta" else "BERT"
-    mask = tokenizer.mask_token
-    return f"""---
-language: ko
-library_name: transformers
-pipeline_tag: fill-mask
-tags: [kplm, {hf_config.model_type}, masked-lm, korean]
----
-
-# Korean {arch}-{state.get("size", "?")} (kplm)
-
-A Korean {arch} masked language model pretrained from scratch with kplm (DeepSpeed masked-LM pretraining).
-
-| | |
-|---|---|
-| architecture | {hf_config.model_type}, {hf_config.num_hidden_layers} layers, hidden {hf_config.hidden_size}, {hf_config.num_attention_heads} heads, FFN {hf_config.intermediate_size} |
-| parameters | {num(state.get("params"), ",")} |
-| vocabulary | {hf_config.vocab_size:,} tokens |
-| sequence length | {state.get("seq_len", "?")} |
-| training steps | {num(state.get("step"), ",")} (global batch {num(state.get("global_batch"), ",")} sequences) |
-| tokens seen | {num(state.get("tokens_seen"), ",")} |
-| final training MLM loss | {num(state.get("train_loss"), ".4f")} |
-| final held-out MLM loss | {num(state.get("valid_loss"), ".4f")} |
-| weights | {dtype}, safetensors |
-
-## Usage
-
-```python
-from transformers import pipeline
-
-fill = pipeline("fill-mask", model="path/to/this/folder")
-fill("대한민국의 수도는 {mask}이다.")
-```
-"""
-
-
 def _replaceable(output: Path) -> bool:
     if not output.exists():
         return True
@@ -152,8 +132,11 @@ def export(config: ExportConfig) -> dict[str, Any]:
         (tag / WEIGHTS_NAME).stat().st_size,
         tokenizer_fingerprint(tokenizer_dir),
     )
+    klue = _read_json(Path(config.klue_results)) if config.klue_results else None
+    if klue is not None:
+        fp = fingerprint(fp, klue)
     if is_complete(output, fp):
-        return dict(read_record(output)["counts"], skipped=True)
+        return _maybe_push(config, dict(read_record(output)["counts"], skipped=True))
     if not _replaceable(output):
         raise KplmError(f"output: {output} exists and is not a kplm export; choose another folder")
     rows = _embedding_rows(tag)
@@ -169,9 +152,18 @@ def export(config: ExportConfig) -> dict[str, Any]:
         tokenizer.model_max_length = int(state["seq_len"])
     tmp = output.with_name(f".{output.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
+    model.config.tokenizer_class = type(tokenizer).__name__
     model.save_pretrained(str(tmp))
     tokenizer.save_pretrained(str(tmp))
-    (tmp / "README.md").write_text(model_card(state, model.config, tokenizer, config.dtype), encoding="utf-8")
+    card = model_card(
+        state=state,
+        hf_config=model.config,
+        tokenizer=tokenizer,
+        dtype=config.dtype,
+        records=lineage(state, tag.parent.parent),
+        klue_results=klue,
+    )
+    (tmp / "README.md").write_text(card, encoding="utf-8")
     counts = {
         "checkpoint": str(tag),
         "step": state.get("step"),
@@ -186,4 +178,11 @@ def export(config: ExportConfig) -> dict[str, Any]:
         shutil.rmtree(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     os.replace(tmp, output)
-    return counts
+    return _maybe_push(config, counts)
+
+
+def _maybe_push(config: ExportConfig, counts: dict[str, Any]) -> dict[str, Any]:
+    if config.push_to_hub is None:
+        return counts
+    hub = push_to_hub(Path(config.output), config.push_to_hub, private=config.private, dry_run=config.dry_run)
+    return dict(counts, hub=hub)

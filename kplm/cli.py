@@ -38,6 +38,12 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str, str, str]] = {
         "scrub_file",
         "pseudonymise personal information in a JSONL file (tag, mask or surrogate policy)",
     ),
+    ("pii", "eval"): (
+        "kplm.pii.evaluate",
+        "PiiEvalConfig",
+        "evaluate",
+        "score PII detection (precision, recall, F2, leak recall) on the shipped labelled set and KLUE-NER dev",
+    ),
     ("tokenizer", "train"): (
         "kplm.tokenizer",
         "TokenizerConfig",

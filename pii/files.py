@@ -58,6 +58,13 @@ class PiiFileConfig:
         default=None,
         metadata={"help": "PII types to look for, e.g. PHONE EMAIL RRN (default: all detectable types)"},
     )
+    person: Literal["context", "mecab"] = field(
+        default="context",
+        metadata={
+            "help": "PERSON detector: context = names before a title (씨, 기자, 교수 …), fast; "
+            "mecab = also names MeCab-ko tags as person nouns (higher recall, ~10x slower)"
+        },
+    )
     skip_bad_lines: bool = field(
         default=False,
         metadata={"help": "count bad lines and write them to <output>.rejected.jsonl instead of stopping"},
@@ -195,7 +202,7 @@ def detect_file(config: PiiFileConfig) -> dict[str, Any]:
     """
 
     def transform(record: dict[str, Any], text: str) -> Counter:
-        spans = detect(text, types=config.types, min_score=config.min_score)
+        spans = detect(text, types=config.types, min_score=config.min_score, person=config.person)
         record["pii"] = [{"start": s.start, "end": s.end, "type": s.type, "score": s.score} for s in spans]
         return Counter(s.type for s in spans)
 
@@ -210,7 +217,7 @@ def scrub_file(config: PiiFileConfig) -> dict[str, Any]:
     surrogator = Surrogator() if config.policy == "surrogate" else None
 
     def transform(record: dict[str, Any], text: str) -> Counter:
-        spans = detect(text, types=config.types, min_score=config.min_score)
+        spans = detect(text, types=config.types, min_score=config.min_score, person=config.person)
         found = Counter(s.type for s in spans)
         if spans:
             record[config.text_field] = scrub(text, spans, config.policy, surrogator=surrogator)

@@ -78,7 +78,7 @@ PHONE_PATTERN = re.compile(
     _L
     + r"(?:(?P<intl>\+ ?82)(?P<s0>[- ]?)(?:\(0\) ?)?(?P<ip>"
     + f"{_MOBILE}|{_AREA}|{_NETWORK}"
-    + r")|\((?P<pp>0(?:"
+    + r")|\(?(?P<pp>0(?:"
     + f"{_MOBILE}|{_AREA}|{_NETWORK}"
     + r"))\) ?|(?P<p>0(?:"
     + f"{_MOBILE}|{_AREA}|{_NETWORK}"

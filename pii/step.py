@@ -18,6 +18,7 @@ from datatrove.pipeline.base import PipelineStep
 from datatrove.utils.typeshelper import StatHints
 
 from kplm.pii.detect import check_types, detect
+from kplm.pii.person_mecab import PERSON_MODES
 from kplm.pii.scrub import POLICIES, Policy, scrub
 from kplm.pii.surrogate import Surrogator
 
@@ -30,6 +31,7 @@ class PiiScrubStep(PipelineStep):
         types: PII types to look for; None means every detectable type.
         min_score: detections scoring below this are left alone.
         surrogate_secret: HMAC key of the ``surrogate`` policy; None reads ``KPLM_PII_SECRET`` or draws one.
+        person: PERSON detector, ``context`` (title-anchored, fast) or ``mecab`` (+ MeCab-ko person nouns).
     """
 
     name = "🔒 PII scrub"
@@ -41,6 +43,7 @@ class PiiScrubStep(PipelineStep):
         types: Sequence[str] | None = None,
         min_score: float = 0.5,
         surrogate_secret: bytes | str | None = None,
+        person: str = "context",
     ):
         super().__init__()
         if policy not in POLICIES:
@@ -51,11 +54,14 @@ class PiiScrubStep(PipelineStep):
         self.types = list(check_types(types)) if types is not None else None
         self.counted_types = list(check_types(types))  # keys of doc.metadata["pii"], in order
         self.min_score = float(min_score)
+        if person not in PERSON_MODES:
+            raise ValueError(f"person: must be one of {', '.join(PERSON_MODES)}, got {person!r}")
+        self.person = person
         self.surrogator = Surrogator(surrogate_secret) if policy == "surrogate" else None
 
     def scrub_text(self, text: str) -> tuple[str, dict[str, int]]:
         """``text`` scrubbed, and how many spans of each searched type were replaced (zeros included)."""
-        spans = detect(text, types=self.types, min_score=self.min_score)
+        spans = detect(text, types=self.types, min_score=self.min_score, person=self.person)
         counts = dict.fromkeys(self.counted_types, 0)
         for span in spans:
             counts[span.type] += 1

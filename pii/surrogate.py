@@ -36,6 +36,18 @@ _NON_DIGIT = re.compile(r"[^0-9]")
 _EMAIL_WORDS = ("sky", "blue", "happy", "star", "moon", "river", "green", "sunny", "cloud", "forest")
 _EMAIL_DOMAINS = ("example.com", "example.net", "example.org")
 _TEST_NETS = ("192.0.2", "198.51.100", "203.0.113")
+_HANGUL_START = "가나다라마바사아자차카타파하" + "".join(chr(c) for c in range(0xAC00, 0xD7A4))
+_CITIES = (
+    ("서울특별시", "중구"),
+    ("부산광역시", "동래구"),
+    ("대구광역시", "수성구"),
+    ("경기도 수원시", "팔달구"),
+    ("인천광역시", "연수구"),
+    ("광주광역시", "북구"),
+)
+_ROADS = ("새빛", "한울", "솔내", "가람", "누리", "다솜", "별빛", "미리내", "온새미", "푸른숲")
+_SURNAMES = "김이박최정강조윤장임한오서신권황안송류홍"
+_GIVEN = "민서지현우준도윤하은수영진호성재연아주원희경태"
 _FOLD = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)}
 
 
@@ -132,5 +144,44 @@ class Surrogator:
         return _put_digits(original, body + str(brn_check_digit(body)))
 
     def _fake_ip(self, original: str) -> str:
-        rng = self._rng("IP", original)
+        rng = self._rng("IP", original.lower())
+        if ":" in original:  # IPv6: the documentation prefix 2001:db8::/32 (RFC 3849)
+            return (
+                "2001:db8:"
+                + ":".join(f"{rng.randrange(65536):x}" for _ in range(3))
+                + "::"
+                + f"{rng.randrange(1, 65536):x}"
+            )
         return f"{rng.choice(_TEST_NETS)}.{rng.randrange(1, 255)}"
+
+    def _redraw_digits(self, kind: str, original: str, keep: int = 0) -> str:
+        """``original`` with every digit after the first ``keep`` redrawn (layout and letters kept)."""
+        digits = _NON_DIGIT.sub("", original)
+        rng = self._rng(kind, original.upper())
+        return _put_digits(original, digits[:keep] + "".join(rng.choice("0123456789") for _ in digits[keep:]))
+
+    def _fake_account(self, original: str) -> str:
+        return self._redraw_digits("ACCOUNT", original)
+
+    def _fake_passport(self, original: str) -> str:
+        return self._redraw_digits("PASSPORT", original)
+
+    def _fake_driver_license(self, original: str) -> str:
+        # keep the region (code or name), redraw year, serial and check digits
+        return self._redraw_digits("DRIVER_LICENSE", original, keep=0 if original[0] in _HANGUL_START else 2)
+
+    def _fake_url(self, original: str) -> str:
+        rng = self._rng("URL", original)
+        return f"https://{rng.choice(_EMAIL_DOMAINS)}/{rng.choice(_EMAIL_WORDS)}/{rng.randrange(10, 100000)}"
+
+    def _fake_address(self, original: str) -> str:
+        rng = self._rng("ADDRESS", " ".join(original.split()))
+        city, district = rng.choice(_CITIES)
+        return f"{city} {district} {rng.choice(_ROADS)}{rng.choice('로길')} {rng.randrange(1, 300)}"
+
+    def _fake_person(self, original: str) -> str:
+        rng = self._rng("PERSON", original)
+        surname = rng.choice(_SURNAMES)
+        if len(original) == 1:  # a surname alone (김 교수, 박씨) stays a surname alone
+            return surname
+        return surname + "".join(rng.choice(_GIVEN) for _ in range(max(1, len(original) - 1)))

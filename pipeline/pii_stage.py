@@ -39,6 +39,12 @@ class PiiStageConfig:
         },
     )
     min_score: float = field(default=0.5, metadata={"help": "minimum detection confidence"})
+    person: Literal["context", "mecab"] = field(
+        default="context",
+        metadata={
+            "help": "PERSON names: context (title words like 씨/기자; fast) or mecab (MeCab-ko name tags; ~10x slower)"
+        },
+    )
     types: list[str] | None = field(default=None, metadata={"help": "PII types to act on (default: all)"})
     workers: int = field(default=1, metadata={"help": "processes scrubbing shards in parallel"})
 
@@ -79,7 +85,9 @@ def scrub_corpus(config: PiiStageConfig) -> dict[str, Any]:
     if len(ranks) != len(shards):
         raise ValueError(f"{config.input}: expected only part-<rank>.parquet shards from the corpus stage")
     tasks = max(ranks) + 1
-    step = PiiScrubStep(policy=config.policy, types=config.types, min_score=config.min_score)
+    step = PiiScrubStep(
+        policy=config.policy, types=config.types, min_score=config.min_score, person=config.person
+    )
     pipeline = [
         ShardFileReader(str(config.input), "part-{rank:05d}.parquet"),
         step,

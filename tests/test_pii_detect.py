@@ -228,18 +228,15 @@ def test_types_and_min_score_filters() -> None:
     assert detect(text, min_score=1.0) == []
     with pytest.raises(ValueError, match="unknown PII type 'PHONES'"):
         detect(text, types=["PHONES"])
-    with pytest.raises(ValueError, match="PERSON has no detector yet"):
-        detect(text, types=["PERSON"])
     with pytest.raises(ValueError, match="min_score"):
         detect(text, min_score=1.5)
-    assert set(DETECTABLE_TYPES) == {"RRN", "FRN", "PHONE", "EMAIL", "CARD", "BRN", "IP"}
-    assert set(DETECTABLE_TYPES) <= set(PII_TYPES)
+    assert DETECTABLE_TYPES == PII_TYPES  # every type of the issue has a detector
 
 
 def test_overlaps_resolved_by_score_then_length() -> None:
     # 4501011000059 passes both the RRN and the Visa-13 checks: both recognizers propose it.
     text = "번호 4501011000059 입니다"
-    kinds = {c[2] for c in candidates(text)}
+    kinds = {c[2] for c in candidates(text) if c[2] != "ACCOUNT"}  # a bare 13-digit account: 0.25
     assert kinds == {"RRN", "CARD"}
     assert found(text) == [("4501011000059", "RRN")]  # the RRN reading scores higher
     # Higher score wins even against a longer span; then the longer span; then the earlier one.

@@ -48,15 +48,19 @@ def test_digit_heavy_reviews_stay_almost_silent() -> None:
         for span in spans:
             detections[span.type] += 1
             value = text[span.start : span.end]
-            # What may fire on real reviews: contact details that users really posted.
-            assert span.type in ("PHONE", "EMAIL"), (span.type, span.score)
+            # What may fire on real reviews: contact details and links that users really posted, and
+            # names of actors and directors addressed with a title (류승완 감독, 최진실씨).
+            assert span.type in ("PHONE", "EMAIL", "URL", "PERSON"), (span.type, span.score)
             if span.type == "PHONE":
                 assert sum(ch.isdigit() for ch in value) >= 9
     print(f"NSMC digit-heavy sample: {docs} of {len(texts)} reviews with PII, by type {dict(detections)}")
     # Measured: 13 reviews, 8 e-mails and 5 phone numbers, all really left by users. Numbers are where a
     # regex detector goes wrong (ratings, years, prices), so they get the tight bound.
-    assert docs <= 20  # 1 %
+    numeric = sum(n for kind, n in detections.items() if kind not in ("URL", "PERSON"))
+    assert numeric <= 20  # 1 %
     assert detections["PHONE"] <= 8
     # Lowering the threshold shows what the validators rejected; even then it stays rare.
-    weak = sum(len(detect(t, min_score=0.3)) for t in texts)
+    weak = sum(
+        len(detect(t, min_score=0.3, types=["RRN", "FRN", "PHONE", "CARD", "BRN", "IP"])) for t in texts
+    )
     assert weak <= 30

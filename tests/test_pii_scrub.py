@@ -90,9 +90,11 @@ def test_surrogate_same_value_same_fake_across_formats() -> None:
     assert re.fullmatch(r"1588-[0-9]{4}", sur.fake("PHONE", "1588-1234"))
     frn = sur.fake("FRN", "900101-5234561")
     assert frn[7] in "5678" and rrn_checksum_ok(frn.replace("-", ""))
-    assert sur.fake("PERSON", "홍길동") is None
+    name = sur.fake("PERSON", "홍길동")
+    assert re.fullmatch(r"[가-힣]{3}", name) and name == sur.fake("PERSON", "홍길동")
+    assert sur.fake("NOT_A_TYPE", "x") is None  # every PII type has a generator; unknown ones do not
     text = "고객 홍길동"
-    assert scrub(text, [PiiSpan(3, 6, "PERSON", 0.9)], "surrogate", surrogator=sur) == "고객 [PERSON]"
+    assert scrub(text, [PiiSpan(3, 6, "PERSON", 0.9)], "surrogate", surrogator=sur) == f"고객 {name}"
 
 
 def test_surrogate_secret_never_shows(monkeypatch: pytest.MonkeyPatch) -> None:

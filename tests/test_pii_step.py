@@ -15,6 +15,7 @@ from datatrove.executor.local import LocalPipelineExecutor
 from datatrove.pipeline.readers import ParquetReader
 from datatrove.pipeline.writers import ParquetWriter
 
+from kplm.pii.detect import PII_TYPES
 from kplm.pii.step import PiiScrubStep
 
 DOCS = [
@@ -39,7 +40,7 @@ def test_tag_step_rewrites_text_counts_and_stats() -> None:
     out = run_step(step)
     assert out[0].text == "예매 문의는 [PHONE] 또는 [PHONE]로 주세요. 메일 [EMAIL]"
     # one key per searched type, zeros included: a stable schema for Parquet writers
-    assert list(out[0].metadata["pii"]) == ["RRN", "FRN", "PHONE", "EMAIL", "CARD", "BRN", "IP"]
+    assert list(out[0].metadata["pii"]) == list(PII_TYPES)
     assert nonzero(out[0].metadata["pii"]) == {"EMAIL": 1, "PHONE": 2}
     assert out[1].text == "주민번호 [RRN] 를 적으라니 황당하네요"
     assert out[2].text == DOCS[2][1] and nonzero(out[2].metadata["pii"]) == {}

@@ -98,3 +98,62 @@ def test_changed_model_settings_do_not_resume_old_checkpoints(demo_run, tmp_path
 def test_demo_config_plans_all_stages():
     config, _ = load_run_config(None, output=None)
     assert [s.name for s in plan(config, "demo.yaml")] == list(STAGES)
+
+
+def test_model_card_is_written_from_the_run_records(demo_run):
+    out, _ = demo_run
+    card = (out / "model" / "README.md").read_text()
+    corpus = json.loads((out / "corpus" / "clean_report.json").read_text())
+    assert f"{corpus['input']:,} input documents → {corpus['kept']:,} kept" in card
+    assert "`exact_dedup_v1`" in card and "policy `tag`" in card
+    assert "tokens per eojeol" in card and "DeepSpeed ZeRO 1" in card
+    config = json.loads((out / "model" / "config.json").read_text())
+    assert config["tokenizer_class"] == "BertTokenizer"
+    sample = (DEMO_CONFIG.parent / "../../corpus/sample/kplm_sample_ko.jsonl").resolve().read_text()
+    texts = [json.loads(line)["text"] for line in sample.splitlines()]
+    assert not any(len(t) > 30 and t[:30] in card for t in texts), "document text leaked into the model card"
+
+
+def test_push_to_hub_dry_run_and_recorded_upload(demo_run, monkeypatch):
+    from kplm.export.hub import push_to_hub
+
+    out, _ = demo_run
+    result = kplm(
+        "export",
+        str(out / "pretrain"),
+        "--output",
+        str(out / "model"),
+        "--push-to-hub",
+        "me/kplm-demo",
+        "--dry-run",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    plan = json.loads(result.stdout)["hub"]
+    assert (
+        plan["dry_run"] and "model.safetensors" in plan["files"] and "kplm_record.json" not in plan["files"]
+    )
+
+    class RecordingApi:
+        calls: list = []
+
+        def create_repo(self, **kwargs):
+            self.calls.append(("create_repo", kwargs))
+            return "https://huggingface.co/me/kplm-demo"
+
+        def upload_folder(self, **kwargs):
+            self.calls.append(("upload_folder", kwargs))
+            return type("Commit", (), {"oid": "abc123"})()
+
+    api = RecordingApi()
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    sent = push_to_hub(out / "model", "me/kplm-demo", private=True, dry_run=False, api=api)
+    assert [c[0] for c in api.calls] == ["create_repo", "upload_folder"]
+    assert api.calls[0][1] == {
+        "repo_id": "me/kplm-demo",
+        "repo_type": "model",
+        "private": True,
+        "exist_ok": True,
+    }
+    assert api.calls[1][1]["allow_patterns"] == plan["files"] and sent["commit"] == "abc123"
+    bad = kplm("export", str(out / "pretrain"), "--output", str(out / "model"), "--push-to-hub", "not a repo")
+    assert bad.returncode == 2 and "--push-to-hub" in bad.stderr
