@@ -2,8 +2,9 @@
 
     python bench/bench_corpus_clean.py [--fraction 1.0] [--files 8]
 
-Prints one JSON object. Each measured run is a fresh subprocess (``kplm corpus clean``), so peak RSS
-(``ru_maxrss``) is per run; it is meaningful for the 1-process runs, where the shards run in that process. The input is first split into ``--files``
+Prints one JSON object. Each measured run is a fresh subprocess (``kplm corpus clean``) that prints its own peak RSS
+(``ru_maxrss`` of itself and its workers), so peak RSS is per run. CPU seconds come from the waited-for
+children and miss datatrove's pool workers, so they are meaningful only for the 1-process runs. The input is first split into ``--files``
 JSONL files so the stage can shard it; that split is not timed.
 """
 
@@ -54,31 +55,26 @@ sys.exit(code)
 
 def timed_clean(inputs: Path, output: Path, *extra: str) -> dict:
     """Run ``kplm corpus clean`` in a child process; wall time, the report's counts and peak RSS."""
-    command = [
-        sys.executable,
-        "-m",
-        "kplm.cli",
-        "corpus",
-        "clean",
-        "--input",
-        str(inputs),
-        "--output",
-        str(output),
-        *extra,
-    ]
+    args = ["corpus", "clean", "--input", str(inputs), "--output", str(output), *extra]
+    command = [sys.executable, "-c", _CHILD, json.dumps(args)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    child = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak_kb = int(child.stdout.strip().splitlines()[-1])  # this run's own peak, printed by _CHILD
     counts = json.loads((output / "clean_report.json").read_text())
     return {
         "seconds": round(seconds, 2),
         "cpu_seconds": round((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), 2),
-        "peak_rss_mb": round(after.ru_maxrss / 1024, 1),
+        "peak_rss_mb": round(peak_kb / 1024, 1),
         "input": counts["input"],
         "kept": counts["kept"],
         "docs_per_s": round(counts["input"] / seconds),
+        "docs_per_cpu_s": round(
+            counts["input"] / max(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1e-9)
+        ),
+        "dropped_by_rule": counts["dropped_by_rule"],
     }
 
 
@@ -93,6 +89,7 @@ def main() -> None:
         shards = ["--tasks", str(args.files)]
         no_dedup = timed_clean(tmp / "in", tmp / "a", *shards, "--workers", "1", "--no-dedup")
         one = timed_clean(tmp / "in", tmp / "b", *shards, "--workers", "1")
+        near = timed_clean(tmp / "in", tmp / "e", *shards, "--workers", "1", "--near-dedup")
         two = timed_clean(tmp / "in", tmp / "c", *shards, "--workers", "2")
         sample_dir = tmp / "sample"
         split_input(sample_dir, args.files, args.fraction / 10)
@@ -101,9 +98,12 @@ def main() -> None:
         "benchmark": "corpus_clean_nsmc",
         "documents": n,
         "cpu_count": os.cpu_count(),
+        "load_average_at_end": os.getloadavg(),
         "clean_without_dedup_1proc": no_dedup,
         "clean_with_dedup_1proc": one,
         "clean_with_dedup_2proc": two,
+        "clean_with_dedup_and_near_dedup_1proc": near,
+        "near_dedup_seconds": round(near["seconds"] - one["seconds"], 2),
         "clean_docs_per_s_per_core": no_dedup["docs_per_s"],
         "end_to_end_docs_per_s_per_core": one["docs_per_s"],
         "dedup_seconds": round(one["seconds"] - no_dedup["seconds"], 2),

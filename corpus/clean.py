@@ -1,15 +1,20 @@
-"""The corpus cleaning stage: read → normalise → quality filters → exact dedup → Parquet shards.
+"""The corpus cleaning stage: read → normalise → quality filters → [decontamination] → exact dedup →
+[near dedup] → Parquet shards.
 
-It runs as three datatrove pipelines under datatrove's local executor, sharded into ``tasks`` ranks
-(``files[rank::tasks]``) run by ``workers`` processes:
+It runs as a few datatrove pipelines (see :func:`plan_stages`) under datatrove's local executor, sharded into
+``tasks`` ranks (``files[rank::tasks]``) run by ``workers`` processes:
 
-1. read, normalise, filter, write the surviving documents per rank, and hash them (``exact_dedup_v1``);
+1. read, normalise, filter (all quality rules fused in one pass), optionally decontaminate, write the surviving
+   documents per rank and hash them (``exact_dedup_v1``);
 2. find duplicate hashes across all ranks;
-3. drop the duplicates and write the final ``part-<rank>.parquet`` shards.
+3. drop the duplicates and write the final ``part-<rank>.parquet`` shards, or, with ``near_dedup``, compute
+   MinHash signatures, then find LSH buckets, cluster, and drop near-duplicates (``minhash_dedup_v1``).
 
+Every dropped document lands in ``excluded/<rule>/`` and every unreadable record in ``quarantine/``.
 Datatrove's completion markers make each step resumable per rank; the work folder is keyed by the config
 fingerprint, so a changed config never reuses stale partial work. When all is done the stage reconciles
-``input = kept + dropped + quarantined`` exactly, writes ``clean_report.json``/``.md`` and its record.
+``input = kept + dropped + quarantined`` exactly, writes ``clean_report.json``/``.md`` (with SVG charts) and
+its record.
 """
 
 from __future__ import annotations
@@ -20,13 +25,11 @@ import os
 import shutil
 import sys
 import time
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 from datatrove.data import Document
 from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.dedup.exact_dedup import (
@@ -38,9 +41,11 @@ from datatrove.pipeline.dedup.exact_dedup import (
 from datatrove.pipeline.writers import ParquetWriter
 
 from kplm.config import fingerprint
-from kplm.corpus import filters
+from kplm.corpus import decontaminate, filters, near_dedup
 from kplm.corpus.normalize import DEFAULT_RULES, KNOWN_RULES, Normalizer
 from kplm.corpus.readers import ShardFileReader, SourceReader, resolve_input_files
+from kplm.corpus.report import reconcile, write_report
+from kplm.corpus.sentences import MinSentenceChars
 from kplm.corpus.shards import SCHEMA
 from kplm.errors import KplmError
 from kplm.records import is_complete, write_json_atomic, write_record
@@ -64,6 +69,10 @@ class CleanConfig:
             "help": "source name for all documents (else the record's 'source' field, else the file name)"
         },
     )
+    txt_paragraphs: bool = field(
+        default=False,
+        metadata={"help": ".txt inputs: one document per blank-line separated paragraph (else per line)"},
+    )
     normalize: list[str] = field(
         default_factory=lambda: list(DEFAULT_RULES),
         metadata={"help": f"normalisation rules in order ({', '.join(KNOWN_RULES)})"},
@@ -82,8 +91,52 @@ class CleanConfig:
     max_repeated_lines: float = field(
         default=0.3, metadata={"help": "repeated_lines_v1: maximum share of repeated lines"}
     )
+    max_digit_ratio: float = field(
+        default=0.5, metadata={"help": "digit_ratio_v1: maximum share of decimal digits (1 = off)"}
+    )
+    max_url_email_ratio: float = field(
+        default=0.5,
+        metadata={
+            "help": "url_email_ratio_v1: maximum share of URLs/e-mail addresses in the text (each counted "
+            "as 20 characters)"
+        },
+    )
+    max_repeated_ngrams: float = field(
+        default=0.3,
+        metadata={
+            "help": "repeated_ngrams_v1: maximum share of characters in repeated character 10-grams "
+            "(documents of 200+ characters; 1 = off)"
+        },
+    )
+    min_sentence_chars: int = field(
+        default=0,
+        metadata={"help": "min_sentence_chars_v1: remove sentences shorter than this (0 = off)"},
+    )
+    min_sentence_sources: list[str] = field(
+        default_factory=list,
+        metadata={"help": "min_sentence_chars_v1: only for documents of these sources (empty = all)"},
+    )
     dedup: bool = field(
         default=True, metadata={"help": "exact_dedup_v1: drop exact duplicates (whitespace/case-insensitive)"}
+    )
+    near_dedup: bool = field(
+        default=False,
+        metadata={"help": "minhash_dedup_v1: drop near-duplicates (MinHash/LSH over character n-grams)"},
+    )
+    near_dedup_ngram: int = field(default=5, metadata={"help": "minhash_dedup_v1: character n-gram size"})
+    near_dedup_buckets: int = field(default=14, metadata={"help": "minhash_dedup_v1: LSH bands"})
+    near_dedup_hashes_per_bucket: int = field(
+        default=8, metadata={"help": "minhash_dedup_v1: hashes per LSH band"}
+    )
+    decontaminate: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "decontam_v1: benchmark files/folders whose texts must not appear in the corpus "
+            "(e.g. ../shared/data/klue for the KLUE dev sets; empty = off)"
+        },
+    )
+    decontam_ngram: int = field(
+        default=25, metadata={"help": "decontam_v1: character n-gram size (spaces/punctuation removed)"}
     )
     tasks: int = field(
         default=1, metadata={"help": "number of shards (ranks) the input files are split into"}
@@ -96,10 +149,28 @@ class CleanConfig:
         for rule in self.normalize:
             if rule not in KNOWN_RULES:
                 raise ValueError(f"normalize: unknown rule '{rule}' (known: {', '.join(KNOWN_RULES)})")
-        for name in ("max_repeats", "min_chars", "max_chars", "tasks", "workers"):
-            if getattr(self, name) < (0 if name == "min_chars" else 1):
+        for name in (
+            "max_repeats",
+            "min_chars",
+            "min_sentence_chars",
+            "max_chars",
+            "tasks",
+            "workers",
+            "near_dedup_ngram",
+            "near_dedup_buckets",
+            "near_dedup_hashes_per_bucket",
+            "decontam_ngram",
+        ):
+            if getattr(self, name) < (0 if name.startswith("min_") else 1):
                 raise ValueError(f"{name}: must be positive, got {getattr(self, name)}")
-        for name in ("min_hangul_ratio", "max_symbol_ratio", "max_repeated_lines"):
+        for name in (
+            "min_hangul_ratio",
+            "max_symbol_ratio",
+            "max_repeated_lines",
+            "max_digit_ratio",
+            "max_url_email_ratio",
+            "max_repeated_ngrams",
+        ):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name}: must be between 0 and 1, got {getattr(self, name)}")
         if self.min_chars > self.max_chars:
@@ -119,8 +190,48 @@ def _row(writer: Any, doc: Document) -> dict[str, Any]:
     }
 
 
+class ShardParquetWriter(ParquetWriter):
+    """Datatrove's ParquetWriter for the corpus shard schema, without its per-document overhead.
+
+    With a file name that depends only on the rank (the stage's case) the name is computed once per rank and
+    the ``total`` stat is counted in bulk; datatrove's writer re-substitutes the name template twice and
+    updates three stats per document, which cost more than the cleaning rules themselves.
+    """
+
+    name = "kplm shard writer"
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._rank_only = set(self.output_filename.get_identifiers()) <= {"rank"}
+        self._names: dict[int, str] = {}
+        self._written = 0
+
+    def write(self, document: Document, rank: int = 0, **kwargs: Any) -> None:
+        if not self._rank_only or kwargs:
+            super().write(document, rank, **kwargs)
+            return
+        name = self._names.get(rank)
+        if name is None:
+            name = self._names[rank] = self._get_output_filename(document, rank)
+        self._write(self.adapter(document), self._get_output_file_with_retry(name), name)
+        self._written += 1
+
+    def close(self) -> None:
+        if self._written:
+            self.stat_update("total", value=self._written)
+            self._written = 0
+        super().close()
+
+    def run(self, data: Any, rank: int = 0, world_size: int = 1) -> Iterator[Document]:
+        with self:
+            for document in data:
+                self.write(document, rank)
+                yield document
+
+
 def shard_writer(folder: Path, filename: str = "${rank}.parquet") -> ParquetWriter:
-    return ParquetWriter(
+    """A writer of corpus shards (columns id, text, source, metadata) into ``folder``."""
+    return ShardParquetWriter(
         str(folder),
         output_filename=filename,
         adapter=_row,
@@ -130,19 +241,25 @@ def shard_writer(folder: Path, filename: str = "${rank}.parquet") -> ParquetWrit
     )
 
 
-def _filters(config: CleanConfig, excluded: Path) -> list[filters.KoreanFilter]:
+def quality_filters(config: CleanConfig, excluded: Path) -> filters.QualityFilters:
+    """The configured rules, in order, fused into one step; each drops into ``excluded/<rule>/``."""
     specs = [
         (filters.MinCharsFilter, config.min_chars),
         (filters.MaxCharsFilter, config.max_chars),
         (filters.HangulRatioFilter, config.min_hangul_ratio),
         (filters.SymbolRatioFilter, config.max_symbol_ratio),
         (filters.RepeatedLinesFilter, config.max_repeated_lines),
+        (filters.DigitRatioFilter, config.max_digit_ratio),
+        (filters.UrlEmailRatioFilter, config.max_url_email_ratio),
+        (filters.RepeatedNgramsFilter, config.max_repeated_ngrams),
     ]
-    return [cls(value, exclusion_writer=shard_writer(excluded / cls.rule)) for cls, value in specs]
+    return filters.QualityFilters(
+        [cls(value, exclusion_writer=shard_writer(excluded / cls.rule)) for cls, value in specs]
+    )
 
 
 def input_fingerprint(config: CleanConfig, files: list[str]) -> str:
-    """Config plus the identity (path, size, mtime) of every input file."""
+    """Config plus the identity (path, size, mtime) of every input (and benchmark) file."""
     import fsspec
 
     identity = []
@@ -157,7 +274,8 @@ def clean(config: CleanConfig) -> dict[str, Any]:
     """Run the cleaning stage; returns the counts (also written to ``clean_report.json``)."""
     started = time.time()
     files = resolve_input_files(config.input)
-    fp = input_fingerprint(config, files)
+    bench_files = decontaminate.benchmark_files(config.decontaminate) if config.decontaminate else []
+    fp = input_fingerprint(config, files + bench_files)
     out = Path(config.output)
     if is_complete(out, fp):
         return json.loads((out / "clean_report.json").read_text(encoding="utf-8"))
@@ -172,40 +290,69 @@ def clean(config: CleanConfig) -> dict[str, Any]:
         text_field=config.text_field,
         id_field=config.id_field,
         source_name=config.source,
+        txt_paragraphs=config.txt_paragraphs,
     )
-    dedup = ExactDedupConfig(content_getter=filters.dedup_key)
-    first = [reader, Normalizer(config.normalize, config.max_repeats), *_filters(config, out / "excluded")]
-    executor_args = {"tasks": config.tasks, "workers": min(config.workers, config.tasks)}
-    if config.dedup:
-        first += [shard_writer(work / "filtered"), ExactDedupSignature(str(work / "sigs"), config=dedup)]
-        run_executor(first, work / "logs" / "1_filter", **executor_args)
-        run_executor(
-            [ExactFindDedups(str(work / "sigs"), str(work / "dups"), config=dedup)],
-            work / "logs" / "2_find",
-            tasks=1,
-            workers=1,
-        )
-        last = [
-            ShardFileReader(str(work / "filtered")),
-            ExactDedupFilter(
-                str(work / "dups"),
-                config=dedup,
-                exclusion_writer=shard_writer(out / "excluded" / "exact_dedup_v1"),
-            ),
-            shard_writer(out, "part-${rank}.parquet"),
-        ]
-        run_executor(last, work / "logs" / "3_dedup", **executor_args)
-    else:
-        run_executor(
-            [*first, shard_writer(out, "part-${rank}.parquet")], work / "logs" / "1_filter", **executor_args
-        )
+    first = [
+        reader,
+        Normalizer(config.normalize, config.max_repeats),
+    ]
+    if config.min_sentence_chars:
+        first.append(MinSentenceChars(config.min_sentence_chars, config.min_sentence_sources))
+    first.append(quality_filters(config, out / "excluded"))
+    if bench_files:
+        exclusion = shard_writer(out / "excluded" / decontaminate.RULE)
+        first.append(decontaminate.Decontaminate(bench_files, config.decontam_ngram, exclusion))
+    for name, pipeline, tasks in plan_stages(config, first, work, out):
+        run_executor(pipeline, work / "logs" / name, tasks=tasks, workers=min(config.workers, tasks))
     counts = reconcile(out, work / "counts")
     write_json_atomic(out / "clean_report.json", counts)
-    (out / "clean_report.md").write_text(report_markdown(counts), encoding="utf-8")
-    for scratch in ("filtered", "sigs", "dups"):
+    write_report(out, counts)
+    for scratch in ("filtered", "sigs", "dups", "exact", "mh_sigs", "mh_buckets", "mh_remove"):
         shutil.rmtree(work / scratch, ignore_errors=True)
     write_record(out, stage=STAGE, config=config, fingerprint=fp, counts=counts, started=started)
     return counts
+
+
+def plan_stages(config: CleanConfig, first: list, work: Path, out: Path) -> list[tuple[str, list, int]]:
+    """The datatrove pipelines to run in order, as ``(log name, steps, tasks)``.
+
+    ``first`` (read, normalise, filter) runs per rank; exact dedup adds a global find-duplicates step and a
+    per-rank filter step, near-dedup (MinHash) adds bucket, cluster and per-rank filter steps. Per-rank steps
+    hand documents on through ``<work>/<step>/<rank>.parquet`` so every rank reads back exactly what it wrote.
+    """
+    ranks = config.tasks
+    final = shard_writer(out, "part-${rank}.parquet")
+    if not config.dedup and not config.near_dedup:
+        return [("1_filter", [*first, final], ranks)]
+    stages: list[tuple[str, list, int]] = []
+    current = [*first, shard_writer(work / "filtered")]
+    source = work / "filtered"
+    if config.dedup:
+        exact = ExactDedupConfig(content_getter=filters.dedup_key)
+        stages.append(("1_filter", [*current, ExactDedupSignature(str(work / "sigs"), config=exact)], ranks))
+        find = ExactFindDedups(str(work / "sigs"), str(work / "dups"), config=exact)
+        stages.append(("2_find", [find], 1))
+        exclusion = shard_writer(out / "excluded" / "exact_dedup_v1")
+        current = [
+            ShardFileReader(str(source)),
+            ExactDedupFilter(str(work / "dups"), config=exact, exclusion_writer=exclusion),
+        ]
+        if not config.near_dedup:
+            return [*stages, ("3_dedup", [*current, final], ranks)]
+        current.append(shard_writer(work / "exact"))
+        source = work / "exact"
+    mh = near_dedup.minhash_config(
+        config.near_dedup_buckets, config.near_dedup_hashes_per_bucket, config.near_dedup_ngram
+    )
+    sigs, buckets, remove = (str(work / name) for name in ("mh_sigs", "mh_buckets", "mh_remove"))
+    stages.append(
+        ("3_dedup" if config.dedup else "1_filter", [*current, near_dedup.signature_step(sigs, mh)], ranks)
+    )
+    stages.append(("4_mh_buckets", [near_dedup.bucket_step(sigs, buckets, mh)], mh.num_buckets))
+    stages.append(("5_mh_cluster", [near_dedup.cluster_step(buckets, remove, mh)], 1))
+    exclusion = shard_writer(out / "excluded" / near_dedup.RULE)
+    last = [ShardFileReader(str(source)), near_dedup.filter_step(remove, exclusion), final]
+    return [*stages, ("6_mh_filter", last, ranks)]
 
 
 def run_executor(
@@ -247,62 +394,11 @@ def _remove_outputs(out: Path) -> None:
         path.unlink()
     for name in ("excluded", "quarantine", "_work"):
         shutil.rmtree(out / name, ignore_errors=True)
-    for name in ("clean_report.json", "clean_report.md", "kplm_record.json"):
+    for name in (
+        "clean_report.json",
+        "clean_report.md",
+        "clean_report_lengths.svg",
+        "clean_report_drops.svg",
+        "kplm_record.json",
+    ):
         (out / name).unlink(missing_ok=True)
-
-
-def _rows(folder: Path, pattern: str = "*.parquet") -> tuple[int, Counter]:
-    total, by_source = 0, Counter()
-    for path in sorted(folder.glob(pattern)):
-        table = pq.read_table(path, columns=["source"])
-        total += table.num_rows
-        by_source.update(table.column("source").to_pylist())
-    return total, by_source
-
-
-def reconcile(out: Path, counts_folder: Path) -> dict[str, Any]:
-    """Count every input record's fate and check ``input = kept + dropped + quarantined``."""
-    read = quarantined = 0
-    for path in sorted(counts_folder.glob("read_*.json")):
-        rank_counts = json.loads(path.read_text())
-        read += rank_counts["read"]
-        quarantined += rank_counts["quarantined"]
-    quarantine_reasons: Counter = Counter()
-    for path in sorted((out / "quarantine").glob("*.jsonl")):
-        with path.open(encoding="utf-8") as f:
-            quarantine_reasons.update(json.loads(line)["reason_code"] for line in f)
-    dropped = {}
-    for rule_dir in sorted((out / "excluded").glob("*")):
-        n, _ = _rows(rule_dir)
-        if n:
-            dropped[rule_dir.name] = n
-    kept, by_source = _rows(out, "part-*.parquet")
-    counts = {
-        "input": read + quarantined,
-        "kept": kept,
-        "dropped": sum(dropped.values()),
-        "quarantined": quarantined,
-        "dropped_by_rule": dropped,
-        "quarantined_by_reason": dict(quarantine_reasons),
-        "kept_by_source": dict(sorted(by_source.items())),
-    }
-    if counts["input"] != kept + counts["dropped"] + quarantined:
-        raise RuntimeError(f"corpus accounting does not reconcile: {counts}")
-    return counts
-
-
-def report_markdown(counts: dict[str, Any]) -> str:
-    """A human-readable summary of the cleaning counts."""
-    lines = [
-        "# Corpus cleaning report",
-        "",
-        f"input {counts['input']:,} = kept {counts['kept']:,} + dropped {counts['dropped']:,} + quarantined {counts['quarantined']:,}",
-        "",
-        "| drop reason | documents |",
-        "|---|---:|",
-    ]
-    lines += [f"| {rule} | {n:,} |" for rule, n in counts["dropped_by_rule"].items()]
-    lines += [f"| quarantine: {reason} | {n:,} |" for reason, n in counts["quarantined_by_reason"].items()]
-    lines += ["", "| source | kept |", "|---|---:|"]
-    lines += [f"| {source} | {n:,} |" for source, n in counts["kept_by_source"].items()]
-    return "\n".join(lines) + "\n"

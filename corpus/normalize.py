@@ -56,6 +56,8 @@ def invisible_v1(text: str) -> str:
 
 def whitespace_v1(text: str) -> str:
     """Collapse runs of spaces/tabs to one space, at most one blank line between paragraphs, strip ends."""
+    if "\n" not in text and "\r" not in text:  # one line: the same result, without the line split
+        return _SPACES.sub(" ", text).strip()
     text = _SPACES.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = "\n".join(line.strip() for line in text.split("\n"))
     return _BLANK_LINES.sub("\n\n", text).strip()
@@ -75,14 +77,53 @@ def make_repeat_rule(max_repeats: int) -> Callable[[str], str]:
     return repeat_chars_v1
 
 
+# Whole lines of web/news boilerplate: copyright and redistribution notices, login/comment prompts, share
+# buttons, reporter e-mail sign-offs are kept (they are content), only these fixed phrases go.
+_BOILERPLATE_LINE = re.compile(
+    r"^\W*(?:"
+    r"(?:<\s*)?(?:저작권자|copyrights?)\s*[ⓒ©(]?.{0,40}?무단\s*전재.{0,30}$"
+    r"|(?:ⓒ|©|\(c\)).{0,40}무단\s*전재.{0,30}$"
+    r"|무단\s*전재\s*(?:및|[-·,/ ]|&)?\s*(?:재배포|복제|배포)\s*(?:금지|를\s*금합니다|를\s*금지합니다)\W*$"
+    r"|로그인\s*(?:이\s*필요(?:합니다|한\s*서비스입니다)\W*$|(?:후|하시면)\s*(?:이용|사용|확인|열람|작성|댓글|구독|보실|볼\s*수|참여).{0,15}$)"
+    r"|(?:댓글|기사)\s*(?:쓰기|작성|공유하기|스크랩)\W*$"
+    r"|(?:페이스북|트위터|카카오톡|카카오스토리|네이버\s*밴드|밴드)\s*(?:공유|으로\s*공유|보내기)\W*$"
+    r"|(?:맨\s*)?위로\s*(?:가기|이동)\W*$"
+    r"|(?:이전|다음)\s*(?:글|기사)\s*(?:보기)?\W*$"
+    r"|목록\s*(?:으로|보기)?\W*$"
+    r")",
+    re.IGNORECASE,
+)
+_BOILERPLATE_HINT = re.compile(r"무단|로그인|댓글|기사|공유|위로|이전|다음|목록")
+
+
+def boilerplate_lines_v1(text: str) -> str:
+    """Remove whole lines that are web/news boilerplate: copyright/redistribution notices
+    (``무단 전재 및 재배포 금지``, ``<저작권자 ⓒ 연합뉴스, 무단전재-재배포금지>``), login prompts
+    (``로그인 후 이용해 주세요``), share/comment buttons, ``위로 가기``, ``이전 글``/``목록``. A line
+    counts only when the phrase is (nearly) the whole line, so sentences that mention these words stay."""
+    if not _BOILERPLATE_HINT.search(text):
+        return text
+    lines = text.split("\n")
+    kept = [line for line in lines if not (len(line) <= 80 and _BOILERPLATE_LINE.match(line.strip()))]
+    return text if len(kept) == len(lines) else "\n".join(kept)
+
+
 RULES: dict[str, Callable[[str], str]] = {
     "nfc_v1": nfc_v1,
     "nfkc_v1": nfkc_v1,
     "html_v1": html_v1,
     "invisible_v1": invisible_v1,
     "whitespace_v1": whitespace_v1,
+    "boilerplate_lines_v1": boilerplate_lines_v1,
 }
-DEFAULT_RULES = ("nfc_v1", "html_v1", "invisible_v1", "repeat_chars_v1", "whitespace_v1")
+DEFAULT_RULES = (
+    "nfc_v1",
+    "html_v1",
+    "invisible_v1",
+    "boilerplate_lines_v1",
+    "repeat_chars_v1",
+    "whitespace_v1",
+)
 KNOWN_RULES = (*RULES, "repeat_chars_v1")
 
 
@@ -108,14 +149,19 @@ class Normalizer(PipelineStep):
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         functions = self._functions()
+        changed = dict.fromkeys(self.rules, 0)  # counted here, added to the stats once at the end
         for doc in data:
-            with self.track_time():
-                for name, rule in functions:
-                    new = rule(doc.text)
-                    if new != doc.text:
-                        self.stat_update(f"changed_{name}")
-                        doc.text = new
+            text = doc.text
+            for name, rule in functions:
+                new = rule(text)
+                if new != text:
+                    changed[name] += 1
+                    text = new
+            doc.text = text
             yield doc
+        for name, n in changed.items():
+            if n:
+                self.stat_update(f"changed_{name}", value=n)
 
 
 def normalize(text: str, rules: tuple[str, ...] = DEFAULT_RULES, max_repeats: int = 3) -> str:

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
+from kplm.corpus.encoding import sniff_lines
 from kplm.errors import KplmError
 
 SUPPORTED_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".txt", ".txt.gz", ".parquet")
@@ -76,8 +77,10 @@ class SourceReader(PipelineStep):
         id_field: str = "id",
         source_field: str = "source",
         source_name: str | None = None,
+        txt_paragraphs: bool = False,
     ):
         super().__init__()
+        self.txt_paragraphs = txt_paragraphs
         self.files = files
         self.output_folder = output_folder
         self.counts_folder = counts_folder
@@ -96,12 +99,12 @@ class SourceReader(PipelineStep):
                 for item in self._read_file(path):
                     if isinstance(item, Document):
                         file_counts["read"] += 1
-                        self.stat_update("documents_read")
                         yield item
                     else:
                         file_counts["quarantined"] += 1
                         self.stat_update("quarantined", f"quarantined_{item['reason_code']}")
                         quarantine.write(json.dumps(item, ensure_ascii=False) + "\n")
+                self.stat_update("documents_read", value=file_counts["read"])
                 counts["files"][path] = file_counts
                 counts["read"] += file_counts["read"]
                 counts["quarantined"] += file_counts["quarantined"]
@@ -116,23 +119,32 @@ class SourceReader(PipelineStep):
             yield from self._read_parquet(path, stem, source)
             return
         with fsspec.open(path, "rb") as raw, gzip.open(raw) if suffix.endswith(".gz") else raw as stream:
-            yield from self._read_lines(stream, path, stem, source, suffix)
+            items = self._read_lines(stream, path, stem, source, suffix)
+            yield from _paragraphs(items) if self.txt_paragraphs and suffix.startswith(".txt") else items
 
     def _read_lines(
         self, stream, path: str, stem: str, source: str, suffix: str
     ) -> Iterator[Document | dict[str, Any]]:
         try:
-            for line_no, line in enumerate(stream, 1):
+            encoding, lines = sniff_lines(stream)
+            extra = {"source_encoding": encoding} if encoding != "utf-8" else {}
+            code = "invalid_utf8" if encoding == "utf-8" else "invalid_cp949"
+            for line_no, line in enumerate(lines, 1):
                 origin = f"{path}:{line_no}"
                 try:
-                    text_line = line.decode("utf-8")
+                    text_line = line.decode(encoding)
                 except UnicodeDecodeError as e:
-                    yield _quarantine(origin, "invalid_utf8", f"invalid UTF-8 at byte {e.start}", line)
+                    what = "UTF-8" if encoding == "utf-8" else "CP949 (file detected as CP949/EUC-KR)"
+                    yield _quarantine(origin, code, f"invalid {what} at byte {e.start}", line)
                     continue
                 if not text_line.strip():
+                    if self.txt_paragraphs and suffix.startswith(".txt"):
+                        yield _BLANK
                     continue
                 if suffix.startswith(".txt"):
-                    yield self._document(text_line.rstrip("\r\n"), f"{stem}:{line_no}", source, origin, {})
+                    yield self._document(
+                        text_line.rstrip("\r\n"), f"{stem}:{line_no}", source, origin, dict(extra)
+                    )
                     continue
                 try:
                     record = json.loads(text_line)
@@ -142,6 +154,8 @@ class SourceReader(PipelineStep):
                     )
                     continue
                 doc = self._from_record(record, stem, line_no, source, origin, line)
+                if extra and isinstance(doc, Document):
+                    doc.metadata.update(extra)
                 yield doc
         except (OSError, EOFError) as e:
             raise KplmError(f"{path}: cannot read ({e})") from None
@@ -182,6 +196,31 @@ class SourceReader(PipelineStep):
     @staticmethod
     def _document(text: str, doc_id: str, source: str, origin: str, extra: dict[str, Any]) -> Document:
         return Document(text=text, id=doc_id, metadata={**extra, "source": source, "origin": origin})
+
+
+_BLANK = object()  # a blank line, marking a paragraph end in blank-line separated text files
+
+
+def _paragraphs(items: Iterator[Any]) -> Iterator[Document | dict[str, Any]]:
+    """Merge the per-line documents of a text file into one document per blank-line separated paragraph
+    (id and origin of its first line); quarantine entries pass through."""
+    paragraph: list[Document] = []
+
+    def flush() -> Iterator[Document]:
+        if paragraph:
+            first = paragraph[0]
+            first.text = "\n".join(doc.text for doc in paragraph)
+            paragraph.clear()
+            yield first
+
+    for item in items:
+        if item is _BLANK:
+            yield from flush()
+        elif isinstance(item, Document):
+            paragraph.append(item)
+        else:
+            yield item
+    yield from flush()
 
 
 def _quarantine(origin: str, code: str, reason: str, raw: bytes | None) -> dict[str, Any]:

@@ -35,7 +35,7 @@ def test_each_rule_drops_with_its_reason(tmp_path):
         {"id": "short", "text": "ㅇㅇ 굿"},
         {"id": "english", "text": "This movie was absolutely fantastic, highly recommended!"},
         {"id": "symbols", "text": "정말 최고의 영화였어요 진짜로 ★★★★★ ♥♥♥ !!!"},
-        {"id": "lines", "text": "\n".join(["로그인 후 이용해 주세요"] * 4 + ["공지사항 목록으로 돌아가기"])},
+        {"id": "lines", "text": "\n".join(["광고 문의는 쪽지로 주세요"] * 4 + ["공지사항을 꼭 읽어 주세요"])},
         {"id": "long", "text": "가나다라마바사 " * 40},
         {"id": "dup", "text": GOOD.replace(" ", "  ")},
     ]
@@ -138,12 +138,14 @@ def test_rerun_is_a_noop_and_config_change_redoes(nsmc_files, tmp_path):
     assert pq.read_table(part).num_rows == stricter["kept"]
 
 
-def test_killed_run_resumes_to_identical_output(nsmc_files, tmp_path, monkeypatch):
+@pytest.mark.parametrize("near_dedup", [False, True], ids=["exact", "exact+minhash"])
+def test_killed_run_resumes_to_identical_output(nsmc_files, tmp_path, monkeypatch, near_dedup):
     """A run that dies in its second shard, rerun, gives exactly the output of an uninterrupted run."""
     from kplm.corpus.readers import SourceReader
 
-    reference = clean(CleanConfig(input=[str(nsmc_files)], output=tmp_path / "ref", tasks=3))
-    config = CleanConfig(input=[str(nsmc_files)], output=tmp_path / "out", tasks=3)
+    settings = {"input": [str(nsmc_files)], "tasks": 3, "near_dedup": near_dedup}
+    reference = clean(CleanConfig(output=tmp_path / "ref", **settings))
+    config = CleanConfig(output=tmp_path / "out", **settings)
     real_read = SourceReader._read_file
 
     def dies_on_second_file(self, path):
@@ -161,3 +163,7 @@ def test_killed_run_resumes_to_identical_output(nsmc_files, tmp_path, monkeypatc
     assert clean(config) == reference
     for name in ("part-00000.parquet", "part-00001.parquet", "part-00002.parquet"):
         assert pq.read_table(out / name).equals(pq.read_table(tmp_path / "ref" / name))
+    assert reference["input"] == 6000
+    assert reference["input"] == reference["kept"] + reference["dropped"] + reference["quarantined"]
+    if near_dedup:
+        assert reference["dropped_by_rule"]["minhash_dedup_v1"] > 0

@@ -1,0 +1,142 @@
+"""The cleaning stage's accounting and report: exact reconciliation of every input record's fate
+(``input = kept + dropped + quarantined``), ``clean_report.json`` and ``clean_report.md``."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+
+def _rows(folder: Path, pattern: str = "*.parquet") -> tuple[int, Counter]:
+    total, by_source = 0, Counter()
+    for path in sorted(folder.glob(pattern)):
+        table = pq.read_table(path, columns=["source"])
+        total += table.num_rows
+        by_source.update(table.column("source").to_pylist())
+    return total, by_source
+
+
+def reconcile(out: Path, counts_folder: Path) -> dict[str, Any]:
+    """Count every input record's fate and check ``input = kept + dropped + quarantined``."""
+    read = quarantined = 0
+    for path in sorted(counts_folder.glob("read_*.json")):
+        rank_counts = json.loads(path.read_text())
+        read += rank_counts["read"]
+        quarantined += rank_counts["quarantined"]
+    quarantine_reasons: Counter = Counter()
+    for path in sorted((out / "quarantine").glob("*.jsonl")):
+        with path.open(encoding="utf-8") as f:
+            quarantine_reasons.update(json.loads(line)["reason_code"] for line in f)
+    dropped = {}
+    for rule_dir in sorted((out / "excluded").glob("*")):
+        n, _ = _rows(rule_dir)
+        if n:
+            dropped[rule_dir.name] = n
+    kept, by_source = _rows(out, "part-*.parquet")
+    decontaminated: Counter = Counter()
+    for path in sorted((out / "excluded" / "decontam_v1").glob("*.parquet")):
+        for metadata in pq.read_table(path, columns=["metadata"]).column("metadata").to_pylist():
+            decontaminated[json.loads(metadata).get("decontam_benchmark", "?")] += 1
+    counts = {
+        "input": read + quarantined,
+        "kept": kept,
+        "dropped": sum(dropped.values()),
+        "quarantined": quarantined,
+        "dropped_by_rule": dropped,
+        "quarantined_by_reason": dict(quarantine_reasons),
+        "kept_by_source": dict(sorted(by_source.items())),
+    }
+    if decontaminated:
+        counts["decontaminated_by_benchmark"] = dict(sorted(decontaminated.items()))
+    counts["kept_length_histogram"] = length_histogram(out)
+    if counts["input"] != kept + counts["dropped"] + quarantined:
+        raise RuntimeError(f"corpus accounting does not reconcile: {counts}")
+    return counts
+
+
+def report_markdown(counts: dict[str, Any]) -> str:
+    """A human-readable summary of the cleaning counts."""
+    lines = [
+        "# Corpus cleaning report",
+        "",
+        f"input {counts['input']:,} = kept {counts['kept']:,} + dropped {counts['dropped']:,} + quarantined {counts['quarantined']:,}",
+        "",
+        "| drop reason | documents |",
+        "|---|---:|",
+    ]
+    lines += [f"| {rule} | {n:,} |" for rule, n in counts["dropped_by_rule"].items()]
+    lines += [f"| quarantine: {reason} | {n:,} |" for reason, n in counts["quarantined_by_reason"].items()]
+    if counts.get("decontaminated_by_benchmark"):
+        lines += ["", "| benchmark overlapped (decontam_v1) | documents |", "|---|---:|"]
+        lines += [f"| {name} | {n:,} |" for name, n in counts["decontaminated_by_benchmark"].items()]
+    lines += ["", "| source | kept |", "|---|---:|"]
+    lines += [f"| {source} | {n:,} |" for source, n in counts["kept_by_source"].items()]
+    lines += ["", "| kept length (characters) | documents |", "|---|---:|"]
+    lines += [f"| {bin_} | {n:,} |" for bin_, n in counts.get("kept_length_histogram", {}).items()]
+    lines += ["", "![drop reasons](clean_report_drops.svg)", "", "![kept lengths](clean_report_lengths.svg)"]
+    return "\n".join(lines) + "\n"
+
+
+LENGTH_BINS = (0, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 100_000)
+
+
+def length_histogram(out: Path) -> dict[str, int]:
+    """Kept documents per character-length bin (``"20-49"``…), computed column-wise with Arrow."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    counts = np.zeros(len(LENGTH_BINS), dtype=np.int64)
+    for path in sorted(out.glob("part-*.parquet")):  # streamed in batches: shards can be large
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=65536, columns=["text"]):
+            lengths = pc.utf8_length(batch.column(0)).to_numpy(zero_copy_only=False)
+            bins = np.searchsorted(LENGTH_BINS, lengths, side="right") - 1
+            counts += np.bincount(bins, minlength=len(LENGTH_BINS))
+    labels = [f"{a}-{b - 1}" for a, b in zip(LENGTH_BINS, LENGTH_BINS[1:], strict=False)] + [
+        f"{LENGTH_BINS[-1]}+"
+    ]
+    return {label: int(n) for label, n in zip(labels, counts, strict=True)}
+
+
+def bar_chart_svg(title: str, items: dict[str, int]) -> str:
+    """A small self-contained horizontal bar chart (no plotting library needed)."""
+    width, label_w, bar_w, row_h = 640, 190, 360, 22
+    height = 40 + row_h * max(len(items), 1)
+    top = max(items.values(), default=0) or 1
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+        'font-size="12">',
+        f'<text x="10" y="20" font-size="14" font-weight="bold">{_escape(title)}</text>',
+    ]
+    for i, (label, n) in enumerate(items.items()):
+        y = 32 + i * row_h
+        w = max(1, round(bar_w * n / top)) if n else 0
+        parts += [
+            f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{_escape(label)}</text>',
+            f'<rect x="{label_w}" y="{y + 2}" width="{w}" height="{row_h - 6}" fill="#4c78a8"/>',
+            f'<text x="{label_w + w + 6}" y="{y + 14}">{n:,}</text>',
+        ]
+    return "\n".join([*parts, "</svg>"]) + "\n"
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def write_report(out: Path, counts: dict[str, Any]) -> None:
+    """``clean_report.md`` plus its two charts (kept-length histogram, drop reasons) as SVG files."""
+    (out / "clean_report_lengths.svg").write_text(
+        bar_chart_svg("kept documents by length (characters)", counts["kept_length_histogram"]),
+        encoding="utf-8",
+    )
+    fates = {
+        **counts["dropped_by_rule"],
+        **{f"quarantine: {k}": v for k, v in counts["quarantined_by_reason"].items()},
+    }
+    (out / "clean_report_drops.svg").write_text(
+        bar_chart_svg("dropped / quarantined documents by reason", fates), encoding="utf-8"
+    )
+    (out / "clean_report.md").write_text(report_markdown(counts), encoding="utf-8")
