@@ -50,6 +50,12 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str, str, str]] = {
         "train_tokenizer",
         "train a MeCab-ko morpheme-aware WordPiece vocabulary; writes a Hugging Face tokenizer folder",
     ),
+    ("tokenizer", "report"): (
+        "kplm.tokenizer",
+        "TokenizerReportConfig",
+        "report_tokenizer",
+        "measure a tokenizer on your text (tokens/eojeol, [UNK], morpheme-boundary P/R, round trip) next to other vocabularies",
+    ),
     ("pack",): (
         "kplm.training.pack",
         "PackConfig",
@@ -65,7 +71,7 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str, str, str]] = {
 }
 
 # commands that also take their main input as a positional argument
-POSITIONAL = {("export",): "checkpoint"}
+POSITIONAL = {("export",): "checkpoint", ("tokenizer", "report"): "tokenizer"}
 
 USAGE = f"""usage: kplm <command> [options]
 

@@ -1,4 +1,4 @@
-"""Configuration of the tokenizer stage (``kplm tokenizer train``): one validated dataclass."""
+"""Configuration of the tokenizer stage: `kplm tokenizer train` (TokenizerConfig) and `report` (TokenizerReportConfig)."""
 
 from __future__ import annotations
 
@@ -32,12 +32,27 @@ class TokenizerConfig:
             "plain: same trainer on whole words (baseline)"
         },
     )
+    model: Literal["wordpiece", "bpe"] = field(
+        default="wordpiece",
+        metadata={
+            "help": "wordpiece: BERT WordPiece with ## continuations (KLUE-BERT compatible); "
+            "bpe: byte-pair merges with Metaspace '\u2581' word starts (SentencePiece style)"
+        },
+    )
     min_frequency: int = field(default=2, metadata={"help": "minimum count of a pair to be merged"})
     character_coverage: float = field(
         default=0.9999,
         metadata={
             "help": "share of character occurrences the base alphabet must cover "
             "(rarer characters become [UNK]; capped at half the vocabulary)"
+        },
+    )
+    required_characters: Literal["ksx1001_all", "ksx1001", "jamo", "none"] = field(
+        default="ksx1001",
+        metadata={
+            "help": "characters always in the alphabet, seen in training or not: ksx1001 = the 2,350 common "
+            "Hangul syllables + jamo + ASCII; ksx1001_all = also its Hanja and symbols; jamo = jamo + ASCII "
+            "(smaller sets are used if it does not fit)"
         },
     )
     unused_tokens: int = field(
@@ -104,3 +119,49 @@ class TokenizerConfig:
             raise ValueError(f"pad_to_multiple_of: must be at least 1, got {self.pad_to_multiple_of}")
         if self.model_max_length < 8:
             raise ValueError(f"model_max_length: must be at least 8, got {self.model_max_length}")
+
+
+@dataclass(kw_only=True)
+class TokenizerReportConfig:
+    """What ``report`` measures: one tokenizer folder on the user's text, optionally next to other vocabularies."""
+
+    tokenizer: Path = field(
+        metadata={"help": "the kplm tokenizer folder to measure (kplm tokenizer train output)"}
+    )
+    text: list[Path] = field(
+        metadata={
+            "help": "evaluation text: .txt (one document a line), .jsonl/.jsonl.gz ('text' field), "
+            "a corpus folder, or a KLUE .json/.tsv dev file"
+        }
+    )
+    compare: list[Path] = field(
+        default_factory=list,
+        metadata={
+            "help": "other vocabularies to measure side by side: a BERT vocab.txt or a HF tokenizer folder"
+        },
+    )
+    output: Path | None = field(
+        default=None,
+        metadata={
+            "help": "report path without suffix (default: <tokenizer>/report_<first text file's stem>)"
+        },
+    )
+    max_lines: int | None = field(default=20000, metadata={"help": "measure at most this many documents"})
+    morphemes: bool = field(
+        default=True,
+        metadata={"help": "also measure morpheme mode and MeCab boundary agreement (needs MeCab)"},
+    )
+
+    def __post_init__(self) -> None:
+        if isinstance(self.text, str | Path):
+            self.text = [self.text]
+        if isinstance(self.compare, str | Path):
+            self.compare = [self.compare]
+        self.tokenizer = Path(self.tokenizer)
+        self.text = [Path(p) for p in self.text]
+        self.compare = [Path(p) for p in self.compare]
+        self.output = Path(self.output) if self.output is not None else None
+        if not self.text:
+            raise ValueError("text: give at least one evaluation text file")
+        if self.max_lines is not None and self.max_lines < 1:
+            raise ValueError(f"max_lines: must be at least 1 (or unset), got {self.max_lines}")

@@ -52,14 +52,15 @@ def roundtrip_key(text: str) -> str:
 def measure(tokenizer: Any, texts: Sequence[str]) -> dict[str, Any]:
     """Tokens per eojeol/char, [UNK] rate, share of eojeols in >= 3 pieces and round-trip failures.
 
-    An eojeol is a whitespace-separated word of the raw text. ``tokenizer`` is a transformers tokenizer.
-    Round trip: ``decode(encode(x))`` equals the normalised ``x`` modulo :func:`roundtrip_key`.
+    An eojeol is a whitespace-separated word of the raw text. ``tokenizer`` is a transformers tokenizer or a
+    ``tokenizers.Tokenizer`` with an ``[UNK]`` entry. Round trip: ``decode(encode(x))`` equals the normalised
+    ``x`` modulo :func:`roundtrip_key`; ``roundtrip_failed`` lists the indexes (into ``texts``) that do not.
     """
     texts = [t for t in texts if t.strip()]
     if not texts:
         return {"docs": 0}
-    backend = tokenizer.backend_tokenizer
-    unk_id = tokenizer.unk_token_id
+    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+    unk_id = backend.token_to_id(getattr(tokenizer, "unk_token", None) or "[UNK]")
     docs = backend.encode_batch(texts, add_special_tokens=False)
     n_tokens = sum(len(e.ids) for e in docs)
     n_unk = sum(e.ids.count(unk_id) for e in docs)
@@ -68,12 +69,13 @@ def measure(tokenizer: Any, texts: Sequence[str]) -> dict[str, Any]:
     encoded = backend.encode_batch(eojeols, add_special_tokens=False)
     pieces = [len(e.ids) for e in encoded]
     unk_eojeols = sum(unk_id in e.ids for e in encoded)
-    decoded = tokenizer.batch_decode([e.ids for e in docs], skip_special_tokens=False)
+    decoded = backend.decode_batch([e.ids for e in docs], skip_special_tokens=False)
     normalizer = backend.normalizer
-    failures = sum(
-        roundtrip_key(d) != roundtrip_key(normalizer.normalize_str(t) if normalizer else t)
-        for d, t in zip(decoded, texts, strict=True)
-    )
+    failed = [
+        i
+        for i, (d, t) in enumerate(zip(decoded, texts, strict=True))
+        if roundtrip_key(d) != roundtrip_key(normalizer.normalize_str(t) if normalizer else t)
+    ]
     return {
         "docs": len(texts),
         "eojeols": len(eojeols),
@@ -84,7 +86,8 @@ def measure(tokenizer: Any, texts: Sequence[str]) -> dict[str, Any]:
         "unk_rate": round(n_unk / max(n_tokens, 1), 6),
         "unk_eojeol_share": round(unk_eojeols / max(len(eojeols), 1), 6),
         "eojeols_3plus_pieces_share": round(sum(p >= 3 for p in pieces) / max(len(pieces), 1), 4),
-        "roundtrip_failure_share": round(failures / len(texts), 6),
+        "roundtrip_failure_share": round(len(failed) / len(texts), 6),
+        "roundtrip_failed": failed,
     }
 
 

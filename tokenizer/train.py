@@ -1,4 +1,8 @@
-"""``kplm tokenizer train``: learn a KLUE-style morpheme-based WordPiece vocabulary and save a HF tokenizer.
+"""``kplm tokenizer train``: learn a KLUE-style morpheme-based vocabulary and save a HF tokenizer.
+
+``model="wordpiece"`` (default) is described below; ``model="bpe"`` (Metaspace ``▁`` BPE) shares the reading,
+pre-tokenization and alphabet steps and is trained and saved by :mod:`kplm.tokenizer.bpe`. ``mode="plain"``
+skips MeCab (whole words as units): the baseline of the same size from the same command.
 
 Steps: read documents (1 in 100, drawn with ``seed``, held out for the report, up to ``report_docs``);
 pre-tokenize them in ``num_proc`` processes (:func:`kplm.tokenizer.morphemes.training_lines`: BERT-normalised,
@@ -38,13 +42,18 @@ from tqdm import tqdm
 from kplm.config import fingerprint
 from kplm.errors import KplmError
 from kplm.records import is_complete, read_record, write_record
+from kplm.tokenizer.alphabet import choose_alphabet, needs_continuation_form
 from kplm.tokenizer.config import SPECIAL_TOKENS, TokenizerConfig
 from kplm.tokenizer.morphemes import MARKER, NORMALIZER_SETTINGS, init_worker, training_lines
-from kplm.tokenizer.report import is_bert_punctuation, is_cjk_ideograph, measure, write_report
+from kplm.tokenizer.report import measure, write_report
 
 STAGE = "tokenizer"
-ALGORITHM_VERSION = 1  # bump when the same config would give a different vocabulary
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt")
+ALGORITHM_VERSION = 2  # bump when the same config would give a different vocabulary
+TOKENIZER_FILES = (  # written for both models (vocab.txt: entries in id order)
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+)
 HELDOUT_RATE = 0.01
 BATCH_DOCS = 256
 MAX_PIECE_CHARS = 16  # no learned piece longer than this (stops "ㅋㅋㅋㅋㅋㅋ…" pieces)
@@ -144,7 +153,7 @@ def pretokenize(config: TokenizerConfig, units_path: Path, heldout: list[str]) -
     counts: dict[str, int] = {}
     docs = chars = 0
     started = time.time()
-    initargs = (config.mode, list(config.extra_tokens))
+    initargs = (config.mode, list(config.extra_tokens), config.model)
     pool = None
     if config.num_proc > 1:
         pool = ProcessPoolExecutor(
@@ -157,7 +166,9 @@ def pretokenize(config: TokenizerConfig, units_path: Path, heldout: list[str]) -
     else:
         init_worker(*initargs)
         results = map(training_lines, _batches(config, heldout))
-    bar = tqdm(desc=f"pre-tokenizing ({config.mode})", unit="doc", unit_scale=True, mininterval=2)
+    bar = tqdm(
+        desc=f"pre-tokenizing ({config.mode}, {config.model})", unit="doc", unit_scale=True, mininterval=2
+    )
     try:
         with open(units_path, "w", encoding="utf-8") as out:
             for lines, batch_counts, n_chars, n_docs in results:
@@ -188,30 +199,6 @@ def _ordered_map(pool: ProcessPoolExecutor, batches: Iterator[list[str]], window
             yield pending.popleft().result()
     while pending:
         yield pending.popleft().result()
-
-
-def needs_continuation_form(ch: str) -> bool:
-    """False for characters that are always a word of their own (punctuation, Hanja) at inference."""
-    return not (is_bert_punctuation(ch) or is_cjk_ideograph(ch))
-
-
-def choose_alphabet(counts: dict[str, int], coverage: float, budget: int) -> list[str]:
-    """Most frequent characters covering ``coverage`` of all occurrences, within ``budget`` entries."""
-    items = sorted(
-        ((c, n) for c, n in counts.items() if not c.isspace() and c != MARKER), key=lambda x: (-x[1], x[0])
-    )
-    total = sum(n for _, n in items)
-    chosen, covered, entries = [], 0, 0
-    for ch, n in items:
-        if covered >= coverage * total:
-            break
-        cost = 2 if needs_continuation_form(ch) else 1
-        if entries + cost > budget:
-            break
-        chosen.append(ch)
-        covered += n
-        entries += cost
-    return chosen
 
 
 def train_pieces(units_path: Path, alphabet: list[str], size: int, min_frequency: int) -> list[str]:
@@ -351,30 +338,51 @@ def _train_into(config: TokenizerConfig, folder: Path) -> dict[str, Any]:
         raise KplmError(f"no text to train on in {', '.join(map(str, config.input))}")
     fixed = len(SPECIAL_TOKENS) + config.unused_tokens + len(config.extra_tokens)
     alphabet = choose_alphabet(
-        pre["char_counts"], config.character_coverage, int(config.vocab_size * ALPHABET_SHARE)
+        pre["char_counts"],
+        config.character_coverage,
+        int(config.vocab_size * ALPHABET_SHARE),
+        config.required_characters,
+        wordpiece=config.model == "wordpiece",
     )
-    base = len(alphabet) + sum(map(needs_continuation_form, alphabet))
     m = config.pad_to_multiple_of
-    needed = math.ceil(config.vocab_size / m) * m - fixed - base
+    needed = math.ceil(config.vocab_size / m) * m - fixed
     t0 = time.time()
-    slack, attempts = 1.5, 0
-    while True:
-        attempts += 1
-        size = 2 * len(alphabet) + 1 + int(needed * slack)  # the trainer also holds "##" of punctuation
-        trained = train_pieces(units, alphabet, size, config.min_frequency)
-        pieces = learned_pieces(trained)
-        distinct = len(set(pieces) - set(alphabet) - {"##" + c for c in alphabet})
-        if distinct >= needed or len(trained) < size or attempts == 3:
-            break  # enough pieces, or the trainer ran out of pairs above min_frequency
-        slack *= 1.15 * needed / max(distinct, 1)
-    train_seconds = time.time() - t0
-    units.unlink()
-    vocab, learned, padded = assemble_vocab(config, alphabet, pieces)
-    tok = save_tokenizer(folder, vocab, config)
+    attempts = 1
+    if config.model == "bpe":
+        from kplm.tokenizer.bpe import save_bpe_tokenizer, train_bpe
+
+        base = len(alphabet) + 1  # characters and the bare "▁"
+        vocab_map, merges, padded = train_bpe(config, units, alphabet)
+        train_seconds = time.time() - t0
+        learned = len(merges)
+        needed -= base
+        units.unlink()
+        tok = save_bpe_tokenizer(folder, vocab_map, merges, config)
+        vocab_len = len(vocab_map)
+    else:
+        base = len(alphabet) + sum(map(needs_continuation_form, alphabet))
+        needed -= base
+        slack = 1.5
+        while True:
+            size = 2 * len(alphabet) + 1 + int(needed * slack)  # the trainer also holds "##" of punctuation
+            trained = train_pieces(units, alphabet, size, config.min_frequency)
+            pieces = learned_pieces(trained)
+            distinct = len(set(pieces) - set(alphabet) - {"##" + c for c in alphabet})
+            if distinct >= needed or len(trained) < size or attempts == 3:
+                break  # enough pieces, or the trainer ran out of pairs above min_frequency
+            attempts += 1
+            slack *= 1.15 * needed / max(distinct, 1)
+        train_seconds = time.time() - t0
+        units.unlink()
+        vocab, learned, padded = assemble_vocab(config, alphabet, pieces)
+        tok = save_tokenizer(folder, vocab, config)
+        vocab_len = len(vocab)
     held = measure(tok, heldout)
+    held.pop("roundtrip_failed", None)
     report = {
         "mode": config.mode,
-        "vocab_size": len(vocab),
+        "model": config.model,
+        "vocab_size": vocab_len,
         "alphabet_chars": len(alphabet),
         "alphabet_entries": base,
         "learned_entries": learned,

@@ -1,0 +1,82 @@
+"""The base alphabet of a vocabulary: the characters it can always spell, whatever the pieces learned.
+
+A character outside the alphabet is an [UNK] at inference (in WordPiece the whole word becomes one [UNK]).
+The alphabet is the training text's most frequent characters up to ``character_coverage``, plus a fixed set
+of *required* characters that the training text may lack: NSMC reviews, for instance, never contain some
+common syllables of news text (튤립, 톈진) nor the conjoining jamo (ᄏᄏ) that NFKC-normalised text such as
+KLUE-NER carries. In WordPiece every character that can continue a word costs two entries (``가`` and
+``##가``); punctuation and Hanja are always words of their own and cost one. In BPE every character costs one.
+"""
+
+from __future__ import annotations
+
+from kplm.tokenizer.morphemes import MARKER
+from kplm.tokenizer.report import is_bert_punctuation, is_cjk_ideograph
+
+REQUIRED_SETS = ("ksx1001_all", "ksx1001", "jamo", "none")
+
+
+def needs_continuation_form(ch: str) -> bool:
+    """False for characters that are always a word of their own (punctuation, Hanja) at inference."""
+    return not (is_bert_punctuation(ch) or is_cjk_ideograph(ch))
+
+
+def required_characters(name: str) -> list[str]:
+    """``none``; ``jamo``: printable ASCII, Hangul compatibility jamo (ㄱ…ㅣ) and the modern conjoining jamo
+    (ᄀ…ᄒ, ᅡ…ᅵ, ᆨ…ᇂ); ``ksx1001``: those plus the 2,350 Hangul syllables of KS X 1001 (the EUC-KR set);
+    ``ksx1001_all``: every character of KS X 1001 (its 4,888 Hanja and ~1,000 symbols too: about 6,000 more
+    entries, for text with Hanja such as news)."""
+    if name == "none":
+        return []
+    chars = [chr(c) for c in range(0x21, 0x7F)]
+    chars += [chr(c) for c in range(0x3131, 0x3164)]
+    chars += [chr(c) for c in (*range(0x1100, 0x1113), *range(0x1161, 0x1176), *range(0x11A8, 0x11C3))]
+    if name in ("ksx1001", "ksx1001_all"):
+        chars += [chr(c) for c in range(0xAC00, 0xD7A4) if len(chr(c).encode("euc-kr", "ignore")) == 2]
+    if name == "ksx1001_all":
+        have = set(chars)
+        chars += [
+            chr(c)
+            for c in range(0xA0, 0x10000)
+            if not 0xAC00 <= c < 0xD7A4
+            and not 0xD800 <= c < 0xE000
+            and chr(c) not in have
+            and len(chr(c).encode("euc-kr", "ignore")) == 2
+            and not chr(c).isspace()
+        ]
+    return chars
+
+
+def entry_cost(ch: str, wordpiece: bool) -> int:
+    """Vocabulary entries one alphabet character takes."""
+    return 2 if wordpiece and needs_continuation_form(ch) else 1
+
+
+def choose_alphabet(
+    counts: dict[str, int], coverage: float, budget: int, required: str = "none", wordpiece: bool = True
+) -> list[str]:
+    """Most frequent characters covering ``coverage`` of all occurrences, then the ``required`` set.
+
+    At most ``budget`` entries: the largest of ``ksx1001`` ⊃ ``jamo`` ⊃ ``none`` (starting at ``required``)
+    that fits next to the frequent characters is used, so small vocabularies keep working.
+    """
+    items = sorted(
+        ((c, n) for c, n in counts.items() if not c.isspace() and c != MARKER), key=lambda x: (-x[1], x[0])
+    )
+    total = sum(n for _, n in items)
+    chosen, covered, entries = [], 0, 0
+    for ch, n in items:
+        if covered >= coverage * total:
+            break
+        cost = entry_cost(ch, wordpiece)
+        if entries + cost > budget:
+            break
+        chosen.append(ch)
+        covered += n
+        entries += cost
+    have = set(chosen)
+    for name in REQUIRED_SETS[REQUIRED_SETS.index(required) :]:
+        extra = [c for c in required_characters(name) if c not in have]
+        if entries + sum(entry_cost(c, wordpiece) for c in extra) <= budget:
+            return chosen + extra
+    return chosen
