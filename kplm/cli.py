@@ -56,6 +56,18 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str, str, str]] = {
         "report_tokenizer",
         "measure a tokenizer on your text (tokens/eojeol, [UNK], morpheme-boundary P/R, round trip) next to other vocabularies",
     ),
+    ("finetune",): (
+        "kplm.finetune.run",
+        "FinetuneConfig",
+        "finetune",
+        "fine-tune a Hugging Face model folder on one KLUE task and score it with the KLUE metrics",
+    ),
+    ("evaluate",): (
+        "kplm.finetune.suite",
+        "EvaluateConfig",
+        "evaluate",
+        "fine-tune one model on several KLUE tasks and write one KLUE-ordered results table",
+    ),
     ("pack",): (
         "kplm.training.pack",
         "PackConfig",

@@ -9,6 +9,7 @@ Stages and their folders under ``output``::
     packed/     kplm.training.pack     token ids packed into fixed-length sequences (memory-mapped .npy)
     pretrain/   launch/pretrain.py     DeepSpeed masked-LM pretraining (checkpoints, logs)
     model/      kplm.export            the Hugging Face model folder
+    finetune/   kplm.finetune          optional: the KLUE fine-tuning suite on the exported model
 
 Each section of the YAML holds that stage's own config fields (see ``kplm <stage> --help``) except its
 input and output folders, which the runner fills in. All sections are validated before anything runs.
@@ -29,7 +30,7 @@ from kplm.errors import KplmError
 from kplm.records import write_json_atomic
 
 DEMO_CONFIG = Path(__file__).resolve().parent / "configs" / "demo.yaml"
-STAGES = ("corpus", "pii", "tokenizer", "pack", "pretrain", "export")
+STAGES = ("corpus", "pii", "tokenizer", "pack", "pretrain", "export", "finetune")
 
 
 @dataclass(kw_only=True)
@@ -57,6 +58,10 @@ class RunConfig:
         default=1, metadata={"help": "pretraining ranks on this machine (deepspeed --num_gpus)"}
     )
     export: dict[str, Any] = field(default_factory=dict, metadata={"help": "kplm export settings"})
+    finetune: dict[str, Any] | None = field(
+        default=None,
+        metadata={"help": "kplm evaluate settings (e.g. data_dir, tasks); absent: no KLUE fine-tuning"},
+    )
     fill_mask_example: str = field(
         default="대한민국의 수도는 [MASK]이다.",
         metadata={"help": "sentence shown through the exported model at the end"},
@@ -164,6 +169,17 @@ def plan(config: RunConfig, where: str) -> list[Stage]:
         output=str(out / "model"),
     )
     stages.append(Stage("export", out / "model", export_config, export))
+    if config.finetune is not None:
+        from kplm.finetune.suite import EvaluateConfig, evaluate
+
+        suite = section(
+            EvaluateConfig,
+            "finetune",
+            config.finetune,
+            model=str(out / "model"),
+            output=str(out / "finetune"),
+        )
+        stages.append(Stage("finetune", out / "finetune", suite, evaluate))
     return stages
 
 
