@@ -6,7 +6,8 @@
 
 The YAML is one ``kplm.training.config.PretrainConfig`` mapping. All the logic lives in
 ``kplm.training``; this file only shows the order of things. Re-running the same command resumes from the
-newest checkpoint in ``<output>/checkpoints``.
+newest checkpoint in ``<output>/checkpoints``. SIGTERM or SIGINT (Ctrl-C) makes every rank finish the
+current step, checkpoint it and exit with status 128 + the signal number.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from kplm.errors import KplmError
 from kplm.training.config import load_pretrain_config
 from kplm.training.pretrain import Trainer
+from kplm.training.signals import Interrupted
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -38,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     except KplmError as e:
         print(f"kplm: error: {e}", file=sys.stderr, flush=True)
         return 2
+    except Interrupted as e:  # SIGTERM/SIGINT: the current step was checkpointed; rerun to resume
+        return e.exit_status
     finally:
         if trainer is not None:
             trainer.close()

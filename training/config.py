@@ -76,7 +76,9 @@ class WandbConfig:
         default="disabled", metadata={"help": "disabled, offline (local files) or online"}
     )
     project: str = field(default="kplm", metadata={"help": "wandb project"})
-    group: str | None = field(default=None, metadata={"help": "wandb run group"})
+    group: str | None = field(
+        default=None, metadata={"help": "wandb run group (default: $WANDB_RUN_GROUP, else arch-size)"}
+    )
     name: str | None = field(default=None, metadata={"help": "wandb run name (default: output folder)"})
 
 
@@ -113,6 +115,10 @@ class PretrainConfig:
     )
     seed: int = field(default=42, metadata={"help": "seed of initialisation, data order, masking, dropout"})
     mask_prob: float = field(default=0.15, metadata={"help": "share of tokens to predict (80/10/10 rule)"})
+    masking: Literal["token", "eojeol"] = field(
+        default="token",
+        metadata={"help": "token: BERT's per-token choice; eojeol: whole eojeol (piece + its ## pieces)"},
+    )
     save_every: int = field(default=1000, metadata={"help": "checkpoint every N steps (and at the end)"})
     keep_last: int = field(default=3, metadata={"help": "checkpoints to keep"})
     log_every: int = field(default=10, metadata={"help": "log a metrics line every N steps"})

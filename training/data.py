@@ -8,7 +8,7 @@ So a resumed run sees exactly the batches an uninterrupted one would, without sa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +32,38 @@ def torch_seed(ss: np.random.SeedSequence) -> int:
     return ((hi << 32) | lo) & (2**63 - 1)
 
 
+def continuation_ids(tokenizer: Any) -> list[int]:
+    """Ids of the vocabulary pieces that continue the eojeol of the piece before them.
+
+    WordPiece vocabularies (kplm's plain and morpheme-aware ones) mark continuations with ``##``: every
+    ``##`` piece belongs to the eojeol of the word-initial piece before it. Metaspace BPE vocabularies
+    (``--model bpe``) mark eojeol starts with ``▁`` instead, so there every ordinary piece without ``▁`` is
+    a continuation. Either way eojeol spans follow from the ids alone; empty if neither scheme is found.
+    """
+    vocab = tokenizer.get_vocab()
+    if any(piece.startswith("##") for piece in vocab):
+        return sorted(i for piece, i in vocab.items() if piece.startswith("##"))
+    if any(piece.startswith("\u2581") for piece in vocab):
+        special = set(tokenizer.all_special_ids)
+        return sorted(i for piece, i in vocab.items() if not piece.startswith("\u2581") and i not in special)
+    return []
+
+
 @dataclass
 class Masker:
-    """BERT's dynamic masking: choose ``prob`` of the non-special tokens; 80% → [MASK], 10% random, 10% kept."""
+    """BERT's dynamic masking: choose ``prob`` of the non-special tokens; 80% → [MASK], 10% random, 10% kept.
+
+    With ``whole_eojeol`` the choice is made per eojeol (a word-initial piece and the continuation pieces
+    after it, from :func:`continuation_ids`): each eojeol is chosen with probability ``prob``, so the expected share of chosen
+    tokens stays ``prob`` and a chosen eojeol is never split; the 80/10/10 rule then applies per token.
+    """
 
     mask_id: int
     special_ids: list[int]
     vocab_size: int
     prob: float = 0.15
+    whole_eojeol: bool = False
+    continuation_ids: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._special = np.asarray(sorted(set(self.special_ids)), dtype=np.int64)
@@ -47,11 +71,33 @@ class Masker:
         if not len(candidates):
             raise KplmError("the tokenizer has no ordinary tokens to use for random replacement")
         self._candidates = candidates
+        self._is_special = np.zeros(self.vocab_size, dtype=bool)
+        self._is_special[self._special[self._special < self.vocab_size]] = True
+        self._is_continuation = np.zeros(self.vocab_size, dtype=bool)
+        cont = np.asarray(self.continuation_ids, dtype=np.int64)
+        self._is_continuation[cont[(cont >= 0) & (cont < self.vocab_size)]] = True
+        if self.whole_eojeol and not self._is_continuation.any():
+            raise KplmError("masking: eojeol needs a vocabulary with ## continuations or ▁ word starts")
+
+    def word_ids(self, ids: np.ndarray) -> np.ndarray:
+        """A running eojeol number per token (row-major over ``ids``): a new one at every word-initial piece,
+        special token, ``##`` piece after a special token and row start."""
+        ids = np.asarray(ids, dtype=np.int64)
+        special = self._is_special[ids]
+        start = ~self._is_continuation[ids] | special
+        start[..., 0] = True
+        start[..., 1:] |= special[..., :-1]
+        return np.cumsum(start.ravel()).reshape(ids.shape) - 1
 
     def __call__(self, ids: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(input_ids, labels)``; labels are the original ids at chosen positions, -100 elsewhere."""
         ids = np.asarray(ids, dtype=np.int64)
-        chosen = (rng.random(ids.shape) < self.prob) & ~np.isin(ids, self._special)
+        special = self._is_special[ids]
+        if self.whole_eojeol:
+            words = self.word_ids(ids)
+            chosen = (rng.random(int(words.max()) + 1) < self.prob)[words] & ~special
+        else:
+            chosen = (rng.random(ids.shape) < self.prob) & ~special
         labels = np.where(chosen, ids, IGNORE_INDEX)
         roll = rng.random(ids.shape)
         inputs = ids.copy()

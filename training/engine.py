@@ -29,6 +29,33 @@ def has_gpu() -> bool:
     return torch.cuda.is_available() and torch.cuda.device_count() > 0
 
 
+# Dense bf16/fp16 tensor-core peak TFLOP/s (no sparsity) of GPUs, by a substring of the device name.
+GPU_PEAK_TFLOPS: tuple[tuple[str, float], ...] = (
+    ("H200", 989.0),
+    ("H100 PCIe", 756.0),
+    ("H100", 989.0),
+    ("H800", 989.0),
+    ("GH200", 989.0),
+    ("A100", 312.0),
+    ("A800", 312.0),
+    ("L40S", 362.0),
+    ("L4", 121.0),
+    ("A10G", 70.0),
+    ("A10", 125.0),
+    ("V100", 125.0),
+)
+
+
+def gpu_peak_tflops(precision: str) -> float | None:
+    """Peak bf16/fp16 TFLOP/s of this process's GPU from :data:`GPU_PEAK_TFLOPS` (None: unknown, CPU, fp32)."""
+    if precision == "fp32" or not has_gpu():
+        return None
+    import torch
+
+    name = torch.cuda.get_device_name()
+    return next((peak for key, peak in GPU_PEAK_TFLOPS if key in name), None)
+
+
 def cpu_has_fast_bf16() -> bool:
     """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX); without it bf16 is emulated, slowly."""
     try:

@@ -72,6 +72,11 @@ def launch_pretraining(config_path: Path, nproc: int) -> None:
         result = subprocess.run(command, env=env, check=False)
     except OSError as e:
         raise KplmError(f"cannot start the deepspeed launcher ({e})") from None
+    if result.returncode in (128 + 2, 128 + 15):
+        raise KplmError(
+            f"pretraining stopped by a signal (status {result.returncode}) after checkpointing the current "
+            f"step; run the same command again to resume (config {config_path})"
+        )
     if result.returncode != 0:
         raise KplmError(
             f"pretraining failed: deepspeed exited with status {result.returncode} "

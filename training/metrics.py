@@ -70,7 +70,9 @@ class MetricsLogger:
             run_id = hashlib.sha256(str(output.resolve()).encode()).hexdigest()[:16]
             self._wandb = wandb.init(
                 project=config.wandb.project,
-                group=config.wandb.group,
+                group=config.wandb.group
+                or os.environ.get("WANDB_RUN_GROUP")
+                or f"{config.model.arch}-{config.model.size}",
                 name=config.wandb.name or output.name,
                 id=run_id,
                 resume="allow",

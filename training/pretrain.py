@@ -3,12 +3,15 @@
 Also runnable as ``python -m kplm.training.pretrain --config X`` (one rank, no launcher) or
 ``deepspeed --module kplm.training.pretrain --config X``. Every rank runs :class:`Trainer`; rank 0 logs,
 writes the consolidated weights and the records. Batches are a pure function of the step (see
-:mod:`kplm.training.data`), so resuming from ``output/checkpoints`` needs only DeepSpeed's saved state.
+:mod:`kplm.training.data`), so resuming from ``output/checkpoints`` needs only DeepSpeed's saved state (no
+data-loader or RNG state: dropout is reseeded from the same key every micro-step). SIGTERM/SIGINT stop
+the run at the end of the current step with a checkpoint (:mod:`kplm.training.signals`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -30,6 +33,7 @@ from kplm.training.checkpoint import (
 )
 from kplm.training.config import PretrainConfig, absolute_paths, load_pretrain_config
 from kplm.training.pack import load_tokenizer, read_meta, tokenizer_fingerprint
+from kplm.training.signals import Interrupted, StopRequest
 
 _UNFINGERPRINTED = (
     "output",
@@ -62,7 +66,12 @@ def check_resumable(config: PretrainConfig, ckpt_dir: Path) -> None:
     except (ValueError, KeyError):
         return
     now = json.loads(json.dumps(resume_settings(config), default=str))
-    changed = [k for k in sorted(set(before) | set(now)) if before.get(k) != now.get(k)]
+    defaults = {f.name: f.default for f in dataclasses.fields(PretrainConfig)}
+    changed = [
+        k
+        for k in sorted(set(before) | set(now))
+        if (before[k] != now.get(k) if k in before else now.get(k) != defaults.get(k, object()))
+    ]
     if changed:
         diffs = "; ".join(f"{k}: {before.get(k)} → {now.get(k)}" for k in changed[:3])
         raise KplmError(
@@ -106,6 +115,7 @@ class Trainer:
         self.output = Path(config.output).resolve()
         self.ckpt_dir = self.output / CHECKPOINTS
         check_resumable(config, self.ckpt_dir)
+        self.stop = StopRequest()
 
     # ----------------------------------------------------------------- setup
     def setup(self, local_rank: int | None = None) -> None:
@@ -120,8 +130,14 @@ class Trainer:
         import torch
         import torch.distributed as dist
 
-        from kplm.training.data import Masker, PackedData
-        from kplm.training.engine import cpu_has_fast_bf16, deepspeed_config, has_gpu, initialize
+        from kplm.training.data import Masker, PackedData, continuation_ids
+        from kplm.training.engine import (
+            cpu_has_fast_bf16,
+            deepspeed_config,
+            gpu_peak_tflops,
+            has_gpu,
+            initialize,
+        )
         from kplm.training.metrics import MetricsLogger
         from kplm.training.model import SparseMLMLoss, build_mlm, count_params, flops_per_token, hf_config
 
@@ -147,7 +163,12 @@ class Trainer:
         self.micro = int(ds_config["train_micro_batch_size_per_gpu"])
         self.accum = int(ds_config["gradient_accumulation_steps"])
         masker = Masker(
-            mask_id=ids["mask"], special_ids=ids["all"], vocab_size=len(self.tokenizer), prob=cfg.mask_prob
+            mask_id=ids["mask"],
+            special_ids=ids["all"],
+            vocab_size=len(self.tokenizer),
+            prob=cfg.mask_prob,
+            whole_eojeol=cfg.masking == "eojeol",
+            continuation_ids=continuation_ids(self.tokenizer),
         )
         self.data = PackedData(
             cfg.data,
@@ -161,6 +182,8 @@ class Trainer:
             pad_id=ids["pad"],
         )
         self.tokens_per_step = self.data.global_batch * cfg.seq_len
+        # MFU needs the device's peak: the configured one, else a known GPU's bf16/fp16 peak (none on CPU).
+        self.peak_tflops = cfg.peak_tflops or gpu_peak_tflops(cfg.precision)
         # Plain fp32 without ZeRO has no optimizer wrapper that reports the gradient norm: compute it here.
         self.manual_norm = not (
             self.engine.zero_optimization() or self.engine.bfloat16_enabled() or self.engine.fp16_enabled()
@@ -200,6 +223,7 @@ class Trainer:
             self.state: dict[str, Any] = {}
             return 0
         tag = Path(found[0])
+        started = time.time()
         try:
             path, client = self.engine.load_checkpoint(str(self.ckpt_dir), tag=tag.name)
         except (RuntimeError, ValueError, KeyError, AssertionError, OSError) as e:
@@ -211,7 +235,7 @@ class Trainer:
             raise KplmError(f"{tag}: DeepSpeed found no state to resume from")
         self.state = json.loads((tag / STATE_NAME).read_text(encoding="utf-8"))
         step = int(client.get("kplm_step", self.state["step"]))
-        self.log.info(f"resumed from {tag} at step {step}")
+        self.log.info(f"resumed from {tag} at step {step} in {time.time() - started:.2f} s")
         return step
 
     # ----------------------------------------------------------------- train
@@ -224,6 +248,7 @@ class Trainer:
         if step >= cfg.max_steps and is_complete(self.output, self.fingerprint):
             self.log.info(f"already trained to step {step} (max_steps {cfg.max_steps}); nothing to do")
             return json.loads((self.output / "kplm_record.json").read_text(encoding="utf-8"))["counts"]
+        self.stop.install()
         window_loss, window_steps, window_start = torch.zeros((), device=self.device), 0, time.time()
         grad_norm: float | None = None
         self.valid_loss: float | None = self.state.get("valid_loss")
@@ -255,9 +280,9 @@ class Trainer:
                     "grad_norm": grad_norm,
                     "tokens_per_s": tokens_per_s,
                 }
-                if cfg.peak_tflops:
+                if self.peak_tflops:
                     values["mfu"] = (
-                        self.flops_per_token * tokens_per_s / (cfg.peak_tflops * 1e12 * self.world)
+                        self.flops_per_token * tokens_per_s / (self.peak_tflops * 1e12 * self.world)
                     )
                 from kplm.training.metrics import memory_gib
 
@@ -271,6 +296,12 @@ class Trainer:
             if step % cfg.save_every == 0 or step == cfg.max_steps:
                 self.save(step)
                 window_start = time.time()
+            signum = self.stop.agreed(self.device)
+            if signum:
+                if not (self.ckpt_dir / tag_for(step) / STATE_NAME).is_file():
+                    self.save(step)
+                self.log.info(f"{Interrupted(signum, step)}; rerun the same command to resume")
+                raise Interrupted(signum, step)
         if self.valid_loss is None:
             self.evaluate(step)
         if not (self.ckpt_dir / tag_for(step) / STATE_NAME).is_file():
@@ -378,6 +409,7 @@ class Trainer:
         self.log.info(f"saved {path}")
 
     def close(self) -> None:
+        self.stop.restore()
         log = getattr(self, "log", None)
         if log is not None:
             log.close()
@@ -416,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     except KplmError as e:
         print(f"kplm: error: {e}", file=sys.stderr, flush=True)
         return 2
+    except Interrupted as e:
+        return e.exit_status
     return 0
 
 
