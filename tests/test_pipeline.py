@@ -157,3 +157,20 @@ def test_push_to_hub_dry_run_and_recorded_upload(demo_run, monkeypatch):
     assert api.calls[1][1]["allow_patterns"] == plan["files"] and sent["commit"] == "abc123"
     bad = kplm("export", str(out / "pretrain"), "--output", str(out / "model"), "--push-to-hub", "not a repo")
     assert bad.returncode == 2 and "--push-to-hub" in bad.stderr
+
+
+def test_changed_upstream_data_does_not_resume_old_checkpoints(demo_run, tmp_path):
+    """Rerunning with a stricter corpus rule redoes corpus → pack, then refuses the stale checkpoints.
+
+    Runs last in this module: it replaces the demo run's corpus, PII, tokenizer and pack outputs.
+    """
+    out, _ = demo_run
+    config = yaml.safe_load(DEMO_CONFIG.read_text())
+    config["sources"] = [str((DEMO_CONFIG.parent / s).resolve()) for s in config["sources"]]
+    config["corpus"]["min_chars"] = 40
+    path = tmp_path / "stricter.yaml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True))
+    result = kplm("run", str(path), "--output", str(out))
+    assert result.returncode == 2
+    assert "holds checkpoints trained on another" in result.stderr and "data" in result.stderr
+    assert "Traceback" not in result.stderr

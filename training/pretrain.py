@@ -56,15 +56,34 @@ def resume_settings(config: PretrainConfig) -> dict[str, Any]:
     return {k: v for k, v in to_dict(config).items() if k not in _RESUMABLE}
 
 
+def resume_inputs(config: PretrainConfig) -> dict[str, Any]:
+    """Fingerprints of the tokenizer and packed data a checkpoint was trained on."""
+    return {
+        "tokenizer": tokenizer_fingerprint(config.tokenizer),
+        "data": read_meta(config.data).get("fingerprint"),
+    }
+
+
 def check_resumable(config: PretrainConfig, ckpt_dir: Path) -> None:
-    """Refuse to resume checkpoints written by a run with other settings (another model size, batch, seed …)."""
+    """Refuse to resume checkpoints written by a run with other settings (another model size, batch, seed …)
+    or on another tokenizer or packed data (e.g. after an upstream stage was rerun with a changed config)."""
     resolved = ckpt_dir / RESOLVED_NAME
     if latest_checkpoint(ckpt_dir) is None or not resolved.is_file():
         return
     try:
-        before = json.loads(resolved.read_text(encoding="utf-8"))["resume_settings"]
+        written = json.loads(resolved.read_text(encoding="utf-8"))
+        before = written["resume_settings"]
     except (ValueError, KeyError):
         return
+    inputs_before, inputs_now = written.get("resume_inputs"), resume_inputs(config)
+    if inputs_before:
+        moved = [k for k in ("tokenizer", "data") if inputs_before.get(k) != inputs_now[k]]
+        if moved:
+            raise KplmError(
+                f"{ckpt_dir} holds checkpoints trained on another {' and '.join(moved)} "
+                f"(its fingerprint changed since they were written); delete that folder to start over, "
+                "or choose another output folder"
+            )
     now = json.loads(json.dumps(resume_settings(config), default=str))
     defaults = {f.name: f.default for f in dataclasses.fields(PretrainConfig)}
     changed = [
@@ -197,6 +216,7 @@ class Trainer:
             "hf_config": self.hf_config.to_dict(),
             "fingerprint": self.fingerprint,
             "resume_settings": resume_settings(cfg),
+            "resume_inputs": resume_inputs(cfg),
             "versions": versions(),
         }
         if self.is_main:
