@@ -4,7 +4,12 @@ Without ``--model`` a tiny random 2-layer BERT (hidden 32) with a WordPiece voca
 KLUE-NLI/NER dev text is built in a temporary folder: the numbers then measure the loop's overhead, not
 a model's quality. With ``--model`` any Hugging Face folder (e.g. the output of ``kplm export``) is used.
 
+The model is evaluated after every epoch (``eval_seconds``); ``train_seconds`` and the throughput count only
+the training steps; ``cpu_seconds`` is this process's CPU time (user + system), less sensitive to other load
+on the machine than wall time. Weights are not saved (``save_model=False``).
+
 Example: python bench/bench_finetune.py --task klue-nli --train 512 --eval 256 --epochs 1 --threads 2
+         python bench/bench_finetune.py --task klue-dp --train 512 --eval 128 --epochs 1 --threads 2
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +28,7 @@ FILES = {
     "klue-nli": "klue/klue-nli-v1.1_dev.json",
     "klue-sts": "klue/klue-sts-v1.1_dev.json",
     "klue-ner": "klue/klue-ner-v1.1_dev.tsv",
+    "klue-dp": "klue/klue-dp-v1.1_dev.tsv",
     "korsts": "korsts/sts-dev.tsv",
     "kornli": "kornli/xnli.dev.ko.tsv",
 }
@@ -86,6 +93,7 @@ def main() -> None:
                 max_eval_examples=args.eval,
                 epochs=args.epochs,
                 threads=args.threads,
+                save_model=False,
             )
         )
         seconds = time.time() - started
@@ -100,9 +108,12 @@ def main() -> None:
                 "hyperparameters": result["hyperparameters"],
                 "threads": args.threads,
                 "seconds_total": round(seconds, 2),
+                "cpu_seconds": round(sum(resource.getrusage(resource.RUSAGE_SELF)[:2]), 2),
                 "train_seconds": result["training"]["seconds"],
+                "eval_seconds": result["training"]["eval_seconds"],
                 "train_examples_per_second": round(trained / result["training"]["seconds"], 1),
                 "metrics": result["metrics"],
+                "best_epoch": result["best_epoch"],
                 "load_average": os.getloadavg()[0],
             },
             ensure_ascii=False,

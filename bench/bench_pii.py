@@ -1,12 +1,15 @@
 """Benchmark PII detection throughput on NSMC (real Korean reviews) against baselines, in one run.
 
-    python bench/bench_pii.py [--docs 200000] [--mecab-docs 20000]
+    python bench/bench_pii.py [--docs 200000] [--mecab-docs 20000] [--person-model PATH]
 
 Prints one JSON object with docs/s/core for:
 
 - ``kplm_detect``: :func:`kplm.pii.detect.detect`, every type, default (title-anchored) PERSON detector;
 - ``kplm_scrub_tag``: detect + ``tag`` rewrite, as the pipeline step does it;
 - ``kplm_detect_mecab``: the same with ``person="mecab"`` (MeCab-ko person nouns), on ``--mecab-docs``;
+- ``kplm_detect_crf``: the same with ``person="crf"`` (the learned tagger), on ``--mecab-docs``; the model is
+  ``--person-model``, or, without it, one trained here first from ../shared/data KLUE-NER (its CPU time is
+  reported as ``person_model_train_cpu_s``);
 - ``datatrove_piiformatter``: datatrove's ``PIIFormatter`` (e-mails and public IPv4 only) — the baseline;
 - ``bare_regexes``: one ``search`` of each of kplm's compiled patterns, no validation: the design's ceiling.
 
@@ -21,6 +24,7 @@ import argparse
 import gzip
 import json
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,10 +54,31 @@ def rate(texts: list[str], fn: Callable[[str], object]) -> dict[str, float]:
     return {"docs": len(texts), "docs_per_s_per_core": round(len(texts) / cpu), "wall_s": round(wall, 2)}
 
 
+def crf_rates(texts: list[str], model: Path | None) -> dict[str, object]:
+    """``kplm_detect_crf`` (and the training CPU time when no model was given)."""
+    from kplm.pii.detect import detect
+    from kplm.pii.person_crf_train import PersonTrainConfig, train_person
+
+    out: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        if model is None:
+            model = Path(tmp) / "person.crf"
+            cpu = time.process_time()
+            train_person(PersonTrainConfig(output=model, evaluate=False))
+            out["person_model_train_cpu_s"] = round(time.process_time() - cpu, 1)
+        out["kplm_detect_crf"] = rate(texts, lambda t: detect(t, person="crf", person_model=model))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=200_000, help="NSMC reviews to time (default 200,000)")
-    parser.add_argument("--mecab-docs", type=int, default=20_000, help="reviews for the MeCab PERSON run")
+    parser.add_argument(
+        "--mecab-docs", type=int, default=20_000, help="reviews for the MeCab/CRF PERSON runs"
+    )
+    parser.add_argument(
+        "--person-model", type=Path, default=None, help="kplm pii train-person model (default: train one)"
+    )
     args = parser.parse_args()
 
     from datatrove.pipeline.formatters import PIIFormatter
@@ -83,6 +108,7 @@ def main() -> None:
         "kplm_detect": rate(texts, detect),
         "kplm_scrub_tag": rate(texts, scrub_tag),
         "kplm_detect_mecab": rate(texts[: args.mecab_docs], lambda t: detect(t, person="mecab")),
+        **crf_rates(texts[: args.mecab_docs], args.person_model),
         "datatrove_piiformatter": rate(texts, formatter.format),
         "bare_regexes": {"patterns": len(patterns), **rate(texts, bare)},
     }

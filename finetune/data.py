@@ -25,6 +25,7 @@ from kplm.errors import KplmError
 
 YNAT_LABELS = ("IT과학", "경제", "사회", "생활문화", "세계", "스포츠", "정치")
 NLI_LABELS = ("entailment", "neutral", "contradiction")
+NSMC_LABELS = ("negative", "positive")
 NER_LABELS = tuple(f"{p}-{t}" for t in ("DT", "LC", "OG", "PS", "QT", "TI") for p in "BI") + ("O",)
 
 Example = dict[str, Any]
@@ -93,6 +94,32 @@ def load_ynat(path: Path) -> list[Example]:
         }
         for i, r in enumerate(_json_records(path, ("title", "label")))
     ]
+
+
+def load_nsmc(path: Path) -> list[Example]:
+    """NSMC sentiment JSONL (what ``kplm study`` writes): one ``{"text", "label"}`` per line, label 0 or 1
+    (0: ratings 1–4, 1: ratings 9–10)."""
+    path = Path(path)
+    if not path.is_file():
+        raise KplmError(f"data file not found: {path}")
+    out = []
+    with open(path, encoding="utf-8", errors="strict") as f:
+        try:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise KplmError(f"{path}:{n}: invalid JSON: {e.msg}") from None
+                if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+                    raise KplmError(f"{path}:{n}: missing field 'text'")
+                if record.get("label") not in (0, 1):
+                    raise KplmError(f"{path}:{n}: label must be 0 or 1, got {record.get('label')!r}")
+                out.append({"text_a": record["text"], "text_b": None, "label": NSMC_LABELS[record["label"]]})
+        except UnicodeDecodeError as e:
+            raise KplmError(f"{path}: not valid UTF-8 (byte {e.start})") from None
+    return out
 
 
 def _tsv_rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
@@ -301,6 +328,7 @@ LOADERS = {
     "wos": load_wos,
     "korsts": load_korsts,
     "kornli": load_kornli,
+    "nsmc": load_nsmc,
 }
 
 

@@ -81,6 +81,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 PRESETS["korsts"] = dict(PRESETS["klue-sts"])
 PRESETS["kornli"] = dict(PRESETS["klue-nli"])
+PRESETS["nsmc"] = dict(PRESETS["ynat"])  # single-sentence classification, like YNAT
 
 #: klue/roberta-large settings from ``run_all.sh`` where they differ from the base rows.
 LARGE_OVERRIDES: dict[str, dict[str, Any]] = {

@@ -3,7 +3,8 @@
 Columns: YNAT (macro-F1) · KLUE-STS (Pearson r, F1) · KLUE-NLI (accuracy) · KLUE-NER (entity F1, char F1) ·
 KLUE-RE (micro-F1, AUPRC) · KLUE-DP (UAS, LAS) · KLUE-MRC (EM, ROUGE-W) · WoS (JGA, slot F1), then the
 non-KLUE extras KorSTS and KorNLI. A task that was not run shows ``–``. Under the table every number is
-traced to the split that trained and the split that scored it.
+traced to the split that trained and the split that scored it, and to the epoch it comes from (the best of
+the epochs evaluated on that split).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("korsts", "pearsonr", "KorSTS R"),
     ("korsts", "f1", "KorSTS F1"),
     ("kornli", "accuracy", "KorNLI ACC"),
+    ("nsmc", "accuracy", "NSMC ACC"),
 )
 
 
@@ -64,9 +66,12 @@ def markdown(results: list[dict[str, Any]]) -> str:
     lines.append("Splits (trained on → scored on):")
     lines.append("")
     for r in results:
+        best = ""
+        if "best_epoch" in r:
+            best = f", best of {len(r['training']['epochs'])} evaluated epochs: epoch {r['best_epoch']:g}"
         lines.append(
             f"- {r['task']} ({Path(r['model']).name}): {r['train_split']} ({r['train_examples']} examples) → "
-            f"{r['eval_split']} ({r['eval_examples']} examples)"
+            f"{r['eval_split']} ({r['eval_examples']} examples){best}"
         )
     return "\n".join(lines) + "\n"
 

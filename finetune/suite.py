@@ -1,10 +1,13 @@
 """``kplm evaluate``: fine-tune one model folder on several tasks and write one KLUE-ordered results table.
 
 Task files are looked up under ``data_dir`` by their official names (the layout of ``shared/data``):
-KLUE-NLI/STS/NER ship only their dev sets here, so each is split (``split_ratio``, seeded) into a train and
-an evaluation part; KorSTS trains on ``sts-train.tsv`` and scores on ``sts-dev.tsv``; KorNLI (XNLI-ko)
+KLUE-NLI/STS/NER/DP ship only their dev sets here, so each is split (``split_ratio``, seeded) into a train
+and an evaluation part; KorSTS trains on ``sts-train.tsv`` and scores on ``sts-dev.tsv``; KorNLI (XNLI-ko)
 trains on ``xnli.dev.ko.tsv`` and scores on ``xnli.test.ko.tsv``; YNAT needs ``ynat-v1.1_train.json`` and
-``ynat-v1.1_dev.json`` under ``data_dir/klue``. Each task's results go to ``output/<task>/``; the combined
+``ynat-v1.1_dev.json`` under ``data_dir/klue``, and KLUE-RE/MRC and WoS their official
+``klue-re-v1.1_{train,dev}.json``, ``klue-mrc-v1.1_{train,dev}.json`` and ``wos-v1.1_{train,dev}.json``
+there too; ``nsmc`` reads the sentiment split ``kplm study`` writes (``nsmc/sentiment_{train,test}.jsonl``).
+Each task's results go to ``output/<task>/``; the combined
 ``results.json``/``results.md`` and the record to ``output``.
 """
 
@@ -13,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kplm.config import fingerprint
 from kplm.errors import KplmError
@@ -27,8 +30,13 @@ TASK_FILES: dict[str, tuple[str, ...]] = {
     "klue-sts": ("split", "klue/klue-sts-v1.1_dev.json"),
     "klue-nli": ("split", "klue/klue-nli-v1.1_dev.json"),
     "klue-ner": ("split", "klue/klue-ner-v1.1_dev.tsv"),
+    "klue-re": ("files", "klue/klue-re-v1.1_train.json", "klue/klue-re-v1.1_dev.json"),
+    "klue-dp": ("split", "klue/klue-dp-v1.1_dev.tsv"),
+    "klue-mrc": ("files", "klue/klue-mrc-v1.1_train.json", "klue/klue-mrc-v1.1_dev.json"),
+    "wos": ("files", "klue/wos-v1.1_train.json", "klue/wos-v1.1_dev.json"),
     "korsts": ("files", "korsts/sts-train.tsv", "korsts/sts-dev.tsv"),
     "kornli": ("files", "kornli/xnli.dev.ko.tsv", "kornli/xnli.test.ko.tsv"),
+    "nsmc": ("files", "nsmc/sentiment_train.jsonl", "nsmc/sentiment_test.jsonl"),
 }
 
 
@@ -55,6 +63,20 @@ class EvaluateConfig:
     )
     seed: int = field(default=42, metadata={"help": "seed of splits, shuffling and new heads"})
     threads: int | None = field(default=None, metadata={"help": "CPU threads for torch"})
+    device: str | None = field(
+        default=None, metadata={"help": "torch device, e.g. cuda:0 or cpu (default: cuda when available)"}
+    )
+    korsts_eval: Literal["dev", "test"] = field(
+        default="dev", metadata={"help": "KorSTS split that scores the model: sts-dev.tsv or sts-test.tsv"}
+    )
+    select: Literal["best", "last"] = field(
+        default="best",
+        metadata={"help": "report the best epoch on the eval split (KLUE-baseline practice) or the last one"},
+    )
+    save_models: bool = field(
+        default=True,
+        metadata={"help": "save each task's best-epoch weights and tokenizer to output/<task>/model"},
+    )
 
     def __post_init__(self) -> None:
         if not self.tasks:
@@ -71,6 +93,8 @@ class EvaluateConfig:
 def task_config(config: EvaluateConfig, task: str) -> FinetuneConfig:
     """The :class:`FinetuneConfig` that :func:`evaluate` runs for ``task``."""
     kind, *files = TASK_FILES[task]
+    if task == "korsts" and config.korsts_eval == "test":
+        files = ["korsts/sts-train.tsv", "korsts/sts-test.tsv"]
     paths = [Path(config.data_dir) / f for f in files]
     for path in paths:
         if not path.is_file():
@@ -86,6 +110,9 @@ def task_config(config: EvaluateConfig, task: str) -> FinetuneConfig:
         max_eval_examples=config.max_eval_examples,
         seed=config.seed,
         threads=config.threads,
+        save_model=config.save_models,
+        select=config.select,
+        device=config.device,
         **where,
     )
 

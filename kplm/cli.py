@@ -44,6 +44,12 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str, str, str]] = {
         "evaluate",
         "score PII detection (precision, recall, F2, leak recall) on the shipped labelled set and KLUE-NER dev",
     ),
+    ("pii", "train-person"): (
+        "kplm.pii.person_crf_train",
+        "PersonTrainConfig",
+        "train_person",
+        "train the learned PERSON tagger (CRF) from KLUE-NER dev into --output; prints held-out precision/recall",
+    ),
     ("tokenizer", "train"): (
         "kplm.tokenizer",
         "TokenizerConfig",
@@ -93,6 +99,8 @@ commands:
   run [CONFIG]        run the whole pipeline from one YAML config (no CONFIG: the embedded
                       sample corpus, a few minutes on 2 CPU cores); stages whose output is
                       complete for the same config are skipped
+  study CONFIG        run several pipeline arms, fine-tune each with several seeds, and
+                      write one report (loss curves, scores, comparisons, wall times)
 {chr(10).join(f"  {' '.join(words):<19} {desc}" for words, (_, _, _, desc) in COMMANDS.items())}
 
 Pretraining itself runs under the DeepSpeed launcher:
@@ -122,6 +130,20 @@ def _run_command(argv: list[str]) -> Any:
 
     summary = run(args.config, output=args.output, until=args.until)
     return {name: stage["seconds"] for name, stage in summary["stages"].items()}
+
+
+def _study_command(argv: list[str]) -> Any:
+    parser = argparse.ArgumentParser(
+        prog="kplm study",
+        description="Run a study: several pipeline arms (e.g. morpheme vs plain vocabulary, PII on/off, random "
+        "init) from one YAML, fine-tune every arm's model with several seeds, and write report.md with loss "
+        "curves, scores (mean ± std over seeds), arm comparisons and wall times. Stages that arms share run once.",
+    )
+    parser.add_argument("config", type=Path, help="study YAML (see pipeline/configs/study-cpu.yaml)")
+    args = parser.parse_args(argv)
+    from kplm.pipeline.study import study
+
+    return study(args.config)
 
 
 def _stage_command(words: tuple[str, ...], argv: list[str]) -> Any:
@@ -165,12 +187,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[0] == "run":
             result = _run_command(argv[1:])
+        elif argv[0] == "study":
+            result = _study_command(argv[1:])
         else:
             words = next(
                 (w for w in sorted(COMMANDS, key=len, reverse=True) if tuple(argv[: len(w)]) == w), None
             )
             if words is None:
-                known = sorted({w[0] for w in COMMANDS} | {"run"})
+                known = sorted({w[0] for w in COMMANDS} | {"run", "study"})
                 print(
                     f"kplm: error: unknown command '{' '.join(argv[:2])}' (commands: {', '.join(known)}; see kplm --help)",
                     file=sys.stderr,

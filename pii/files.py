@@ -28,7 +28,7 @@ from typing import IO, Any, Literal
 from tqdm import tqdm
 
 from kplm.errors import KplmError
-from kplm.pii.detect import check_types, detect
+from kplm.pii.detect import check_person, check_types, detect
 from kplm.pii.scrub import POLICIES, scrub
 from kplm.pii.surrogate import Surrogator
 
@@ -58,12 +58,17 @@ class PiiFileConfig:
         default=None,
         metadata={"help": "PII types to look for, e.g. PHONE EMAIL RRN (default: all detectable types)"},
     )
-    person: Literal["context", "mecab"] = field(
+    person: Literal["context", "mecab", "crf"] = field(
         default="context",
         metadata={
             "help": "PERSON detector: context = names before a title (씨, 기자, 교수 …), fast; "
-            "mecab = also names MeCab-ko tags as person nouns (higher recall, ~10x slower)"
+            "mecab = also names MeCab-ko tags as person nouns (higher recall, ~10x slower); "
+            "crf = also the learned tagger of --person-model (highest recall)"
         },
+    )
+    person_model: Path | None = field(
+        default=None,
+        metadata={"help": "model file of --person crf (made by `kplm pii train-person --output PATH`)"},
     )
     skip_bad_lines: bool = field(
         default=False,
@@ -83,6 +88,7 @@ class PiiFileConfig:
             raise ValueError(f"policy: must be one of {', '.join(POLICIES)}, got {self.policy!r}")
         if not 0.0 <= self.min_score <= 1.0:
             raise ValueError(f"min_score: must be between 0 and 1, got {self.min_score}")
+        check_person(self.person, self.person_model)
         if self.types is not None:
             if not self.types:
                 raise ValueError("types: give at least one type, or leave it unset for all")
@@ -159,6 +165,10 @@ def _run(config: PiiFileConfig, desc: str, transform: Transform) -> dict[str, An
     counts: dict[str, Any] = {"records": 0, "records_with_pii": 0, "spans": 0, "rejected": 0}
     by_type: Counter = Counter()
     rejects: list[str] = []
+    if config.person == "crf":
+        from kplm.pii.person_crf import load_tagger
+
+        load_tagger(config.person_model)  # type: ignore[arg-type]  # a bad model fails before any output
     with _atomic_writer(config.output) as out:
         for lineno, raw in _lines(config, desc):
             record, text = _parse(raw, config.text_field)
@@ -202,7 +212,13 @@ def detect_file(config: PiiFileConfig) -> dict[str, Any]:
     """
 
     def transform(record: dict[str, Any], text: str) -> Counter:
-        spans = detect(text, types=config.types, min_score=config.min_score, person=config.person)
+        spans = detect(
+            text,
+            types=config.types,
+            min_score=config.min_score,
+            person=config.person,
+            person_model=config.person_model,
+        )
         record["pii"] = [{"start": s.start, "end": s.end, "type": s.type, "score": s.score} for s in spans]
         return Counter(s.type for s in spans)
 
@@ -217,7 +233,13 @@ def scrub_file(config: PiiFileConfig) -> dict[str, Any]:
     surrogator = Surrogator() if config.policy == "surrogate" else None
 
     def transform(record: dict[str, Any], text: str) -> Counter:
-        spans = detect(text, types=config.types, min_score=config.min_score, person=config.person)
+        spans = detect(
+            text,
+            types=config.types,
+            min_score=config.min_score,
+            person=config.person,
+            person_model=config.person_model,
+        )
         found = Counter(s.type for s in spans)
         if spans:
             record[config.text_field] = scrub(text, spans, config.policy, surrogator=surrogator)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from kplm.pii.recognizers import Candidate
 
-PERSON_MODES: tuple[str, ...] = ("context", "mecab")
+PERSON_MODES: tuple[str, ...] = ("context", "mecab", "crf")  # crf: kplm.pii.person_crf
 MECAB_SCORE = 0.65  # a dictionary/CRF guess: above the default threshold, below checksummed IDs
 
 _tagger = None

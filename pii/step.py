@@ -12,13 +12,14 @@ the surrogate key travels inside the pickle (so all workers fake alike) but neve
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.utils.typeshelper import StatHints
 
-from kplm.pii.detect import check_types, detect
-from kplm.pii.person_mecab import PERSON_MODES
+from kplm.errors import KplmError
+from kplm.pii.detect import check_person, check_types, detect
 from kplm.pii.scrub import POLICIES, Policy, scrub
 from kplm.pii.surrogate import Surrogator
 
@@ -31,7 +32,10 @@ class PiiScrubStep(PipelineStep):
         types: PII types to look for; None means every detectable type.
         min_score: detections scoring below this are left alone.
         surrogate_secret: HMAC key of the ``surrogate`` policy; None reads ``KPLM_PII_SECRET`` or draws one.
-        person: PERSON detector, ``context`` (title-anchored, fast) or ``mecab`` (+ MeCab-ko person nouns).
+        person: PERSON detector, ``context`` (title-anchored, fast), ``mecab`` (+ MeCab-ko person nouns) or
+            ``crf`` (+ the learned tagger of :mod:`kplm.pii.person_crf`).
+        person_model: the model file of ``person="crf"`` (only its path is kept: the step still pickles, and
+            each worker process loads the model once, on first use).
     """
 
     name = "🔒 PII scrub"
@@ -44,6 +48,7 @@ class PiiScrubStep(PipelineStep):
         min_score: float = 0.5,
         surrogate_secret: bytes | str | None = None,
         person: str = "context",
+        person_model: str | None = None,
     ):
         super().__init__()
         if policy not in POLICIES:
@@ -54,14 +59,24 @@ class PiiScrubStep(PipelineStep):
         self.types = list(check_types(types)) if types is not None else None
         self.counted_types = list(check_types(types))  # keys of doc.metadata["pii"], in order
         self.min_score = float(min_score)
-        if person not in PERSON_MODES:
-            raise ValueError(f"person: must be one of {', '.join(PERSON_MODES)}, got {person!r}")
+        check_person(person, person_model)
         self.person = person
+        self.person_model = str(person_model) if person_model else None
+        if person == "crf" and not Path(self.person_model).is_file():  # type: ignore[arg-type]
+            raise KplmError(
+                f"person model not found: {self.person_model} (train one with kplm pii train-person)"
+            )
         self.surrogator = Surrogator(surrogate_secret) if policy == "surrogate" else None
 
     def scrub_text(self, text: str) -> tuple[str, dict[str, int]]:
         """``text`` scrubbed, and how many spans of each searched type were replaced (zeros included)."""
-        spans = detect(text, types=self.types, min_score=self.min_score, person=self.person)
+        spans = detect(
+            text,
+            types=self.types,
+            min_score=self.min_score,
+            person=self.person,
+            person_model=self.person_model,
+        )
         counts = dict.fromkeys(self.counted_types, 0)
         for span in spans:
             counts[span.type] += 1

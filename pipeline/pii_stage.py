@@ -39,11 +39,15 @@ class PiiStageConfig:
         },
     )
     min_score: float = field(default=0.5, metadata={"help": "minimum detection confidence"})
-    person: Literal["context", "mecab"] = field(
+    person: Literal["context", "mecab", "crf"] = field(
         default="context",
         metadata={
-            "help": "PERSON names: context (title words like 씨/기자; fast) or mecab (MeCab-ko name tags; ~10x slower)"
+            "help": "PERSON names: context (title words like 씨/기자; fast), mecab (MeCab-ko name tags; ~8x "
+            "slower) or crf (the learned tagger of `kplm pii train-person`; ~50x slower, finds most names)"
         },
+    )
+    person_model: Path | None = field(
+        default=None, metadata={"help": "model file of `kplm pii train-person` (with person: crf)"}
     )
     types: list[str] | None = field(default=None, metadata={"help": "PII types to act on (default: all)"})
     workers: int = field(default=1, metadata={"help": "processes scrubbing shards in parallel"})
@@ -53,10 +57,11 @@ class PiiStageConfig:
             raise ValueError(f"min_score: must be between 0 and 1, got {self.min_score}")
         if self.workers < 1:
             raise ValueError(f"workers: must be at least 1, got {self.workers}")
-        if self.types is not None:
-            from kplm.pii.detect import check_types
+        from kplm.pii.detect import check_person, check_types
 
+        if self.types is not None:
             check_types(self.types)
+        check_person(self.person, self.person_model)
 
     def placeholders(self) -> list[str]:
         """The placeholder strings this config writes into text (the tokenizer keeps them whole)."""
@@ -75,6 +80,9 @@ def scrub_corpus(config: PiiStageConfig) -> dict[str, Any]:
     started = time.time()
     shards = shard_files(config.input)
     identity = [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in shards]
+    if config.person_model is not None and Path(config.person_model).is_file():
+        model = Path(config.person_model)
+        identity.append([str(model), model.stat().st_size, model.stat().st_mtime_ns])
     fp = fingerprint(STAGE, config, identity)
     out = Path(config.output)
     if is_complete(out, fp):
@@ -86,7 +94,11 @@ def scrub_corpus(config: PiiStageConfig) -> dict[str, Any]:
         raise ValueError(f"{config.input}: expected only part-<rank>.parquet shards from the corpus stage")
     tasks = max(ranks) + 1
     step = PiiScrubStep(
-        policy=config.policy, types=config.types, min_score=config.min_score, person=config.person
+        policy=config.policy,
+        types=config.types,
+        min_score=config.min_score,
+        person=config.person,
+        person_model=str(config.person_model) if config.person_model else None,
     )
     pipeline = [
         ShardFileReader(str(config.input), "part-{rank:05d}.parquet"),

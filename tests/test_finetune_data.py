@@ -142,7 +142,7 @@ def test_results_table_in_klue_order():
     ]
     t = table(results)
     assert t["columns"][:4] == ["YNAT F1", "KLUE-STS R", "KLUE-STS F1", "KLUE-NLI ACC"]
-    assert [c[0] for c in COLUMNS][-3:] == ["korsts", "korsts", "kornli"]
+    assert [c[0] for c in COLUMNS][-4:] == ["korsts", "korsts", "kornli", "nsmc"]
     values = t["rows"][0]["values"]
     assert values["YNAT F1"] == 12.25 and values["KLUE-NLI ACC"] == 41.5 and values["WoS JGA"] is None
     md = markdown(results)
@@ -246,3 +246,20 @@ def test_wos_fixture_gives_one_example_per_user_turn(tmp_path):
     dialogue["dialogue"][0]["state"] = ["박물관"]
     with pytest.raises(KplmError, match="domain-slot-value"):
         data.load_task_file("wos", _write(tmp_path / "wos.json", [dialogue]))
+
+
+def test_nsmc_sentiment_reader(tmp_path):
+    from kplm.finetune.data import load_task_file
+
+    path = tmp_path / "sentiment.jsonl"
+    path.write_text('{"text": "정말 재밌어요", "label": 1}\n\n{"text": "지루했다", "label": 0}\n', encoding="utf-8")
+    assert load_task_file("nsmc", path) == [
+        {"text_a": "정말 재밌어요", "text_b": None, "label": "positive"},
+        {"text_a": "지루했다", "text_b": None, "label": "negative"},
+    ]
+    path.write_text('{"text": "별로", "label": 5}\n', encoding="utf-8")
+    with pytest.raises(KplmError, match=r"sentiment.jsonl:1: label must be 0 or 1"):
+        load_task_file("nsmc", path)
+    path.write_text('{"text": "별로", "label": 0}\n{"text": \n', encoding="utf-8")
+    with pytest.raises(KplmError, match=r"sentiment.jsonl:2: invalid JSON"):
+        load_task_file("nsmc", path)

@@ -6,44 +6,18 @@ import json
 from pathlib import Path
 
 import pytest
+from _finetune_fixtures import DATA, NER, NLI, STS, shared_tiny_model
 
 from kplm.config import build
 from kplm.errors import KplmError
 from kplm.finetune import data, metrics
-from kplm.finetune.run import FinetuneConfig, _decode_ner, _encode_ner, finetune
-
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-NLI = DATA / "klue" / "klue-nli-v1.1_dev.json"
-NER = DATA / "klue" / "klue-ner-v1.1_dev.tsv"
-STS = DATA / "klue" / "klue-sts-v1.1_dev.json"
+from kplm.finetune.run import FinetuneConfig, finetune
+from kplm.finetune.task_cls import decode_ner, encode_ner
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
-    """A 2-layer BERT with random weights and a WordPiece vocabulary trained on KLUE-NLI/NER text."""
-    from tokenizers import BertWordPieceTokenizer
-    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
-
-    folder = tmp_path_factory.mktemp("tiny_model")
-    nli = data.load_task_file("klue-nli", NLI)
-    ner = data.load_task_file("klue-ner", NER)
-    texts = [e["text_a"] + " " + e["text_b"] for e in nli] + ["".join(e["chars"]) for e in ner[:1500]]
-    wordpiece = BertWordPieceTokenizer(lowercase=False, strip_accents=False, clean_text=True)
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    wordpiece.train_from_iterator(texts, vocab_size=2000, min_frequency=2, special_tokens=specials)
-    wordpiece.save_model(str(folder))
-    tokenizer = BertTokenizerFast(vocab=wordpiece.get_vocab(), do_lower_case=False, strip_accents=False)
-    tokenizer.save_pretrained(str(folder))
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-    )
-    BertForMaskedLM(config).save_pretrained(str(folder))
-    return folder
+    return shared_tiny_model(tmp_path_factory)
 
 
 def test_nli_split_of_dev_file_writes_named_results(tiny_model, tmp_path):
@@ -163,9 +137,9 @@ def test_ner_character_alignment_and_run(tiny_model, tmp_path):
 
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_model))
     sentences = data.load_task_file("klue-ner", NER)[:120]
-    features = _encode_ner(tokenizer, sentences, 510)
+    features = encode_ner(tokenizer, sentences, 510)
     decoded = [
-        _decode_ner(
+        decode_ner(
             f["spans"], [max(label, 0) if label != -100 else 0 for label in f["labels"]], len(s["chars"])
         )
         for f, s in zip(features, sentences, strict=True)
@@ -245,9 +219,14 @@ def test_evaluate_suite_writes_one_klue_ordered_table(tiny_model, tmp_path):
 def test_evaluate_checks_tasks_and_files_first(tmp_path):
     from kplm.finetune.suite import EvaluateConfig, evaluate
 
-    with pytest.raises(KplmError, match="unknown task 'klue-mrc'"):
-        build(EvaluateConfig, {"model": "m", "output": "o", "data_dir": "d", "tasks": ["klue-mrc"]})
+    with pytest.raises(KplmError, match="unknown task 'klue-foo'"):
+        build(EvaluateConfig, {"model": "m", "output": "o", "data_dir": "d", "tasks": ["klue-foo"]})
     config = EvaluateConfig(model=tmp_path, output=tmp_path / "o", data_dir=DATA, tasks=["klue-nli", "ynat"])
     with pytest.raises(KplmError, match="ynat: data file not found: .*ynat-v1.1_train.json"):
+        evaluate(config)
+    config = EvaluateConfig(
+        model=tmp_path, output=tmp_path / "o", data_dir=DATA, tasks=["klue-dp", "klue-mrc"]
+    )
+    with pytest.raises(KplmError, match="klue-mrc: data file not found: .*klue-mrc-v1.1_train.json"):
         evaluate(config)
     assert not (tmp_path / "o").exists()
