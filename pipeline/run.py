@@ -159,6 +159,8 @@ def plan(config: RunConfig, where: str) -> list[Stage]:
         tokenizer=str(out / "tokenizer"),
         output=str(out / "pretrain"),
     )
+    if getattr(pretrain_config, "masking", None) == "morpheme" and not pack_config.morpheme_boundaries:
+        raise KplmError(f"{where}: pretrain.masking: morpheme needs pack.morpheme_boundaries: true")
     stages.append(Stage("pretrain", out / "pretrain", pretrain_config, _pretrainer(config.nproc)))
     export_config = section(
         ExportConfig,

@@ -18,6 +18,7 @@ from kplm.errors import KplmError
 from kplm.training import launch_pretraining
 from kplm.training.engine import free_port
 from kplm.training.pretrain import main as pretrain_main
+from kplm.training.safe_load import safe_torch_load
 
 LINE = re.compile(
     r"^\[kplm\] step (\d+)/(\d+) \| loss \d+\.\d{4} \| lr \d\.\d{3}e[-+]\d\d \| grad_norm \d+\.\d{3} "
@@ -122,6 +123,26 @@ def test_two_ranks_zero3_through_launch_script(run: dict[str, Path], tmp_path: P
     runs = list((out / "wandb").glob("offline-run-*"))
     assert len(runs) == 1 and list(runs[0].glob("*.wandb"))
     assert not (runs[0] / "files" / "output.log").exists()
+    # every DeepSpeed file of the ZeRO-3 checkpoint passes the weights_only loader, and two ranks resume
+    # from it (DeepSpeed's load_checkpoint through that loader) to train one more step
+    for path in tag.glob("*.pt"):
+        assert safe_torch_load(str(path), map_location="cpu"), path
+    longer = pretrain_yaml(tmp_path / "z3b.yaml", run, out, model={"arch": "roberta"}, zero_stage=3,
+                           grad_accum=1, max_steps=4)  # fmt: skip
+    result = run_command(
+        [
+            deepspeed,
+            "--num_gpus",
+            "2",
+            "--master_port",
+            str(free_port()),
+            "launch/pretrain.py",
+            "--config",
+            str(longer),
+        ]
+    )
+    assert f"resumed from {tag} at step 3" in result.stdout
+    assert sorted(metrics(out)) == [1, 2, 3, 4] and math.isfinite(metrics(out)[4]["loss"])
 
 
 def test_bad_input_is_one_line_and_status_2(run: dict[str, Path], tmp_path: Path, capsys) -> None:

@@ -115,9 +115,12 @@ class PretrainConfig:
     )
     seed: int = field(default=42, metadata={"help": "seed of initialisation, data order, masking, dropout"})
     mask_prob: float = field(default=0.15, metadata={"help": "share of tokens to predict (80/10/10 rule)"})
-    masking: Literal["token", "eojeol"] = field(
+    masking: Literal["token", "eojeol", "morpheme"] = field(
         default="token",
-        metadata={"help": "token: BERT's per-token choice; eojeol: whole eojeol (piece + its ## pieces)"},
+        metadata={
+            "help": "token: BERT's per-token choice; eojeol: whole eojeols (piece + its ## pieces); "
+            "morpheme: whole MeCab-ko morphemes (needs a pack made with morpheme_boundaries)"
+        },
     )
     save_every: int = field(default=1000, metadata={"help": "checkpoint every N steps (and at the end)"})
     keep_last: int = field(default=3, metadata={"help": "checkpoints to keep"})

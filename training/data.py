@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from kplm.errors import KplmError
-from kplm.training.pack import read_meta
+from kplm.training.pack import STARTS_SUFFIX, read_meta
 
 IGNORE_INDEX = -100
 _TRAIN, _EVAL = 0, 1
@@ -54,8 +54,10 @@ class Masker:
     """BERT's dynamic masking: choose ``prob`` of the non-special tokens; 80% → [MASK], 10% random, 10% kept.
 
     With ``whole_eojeol`` the choice is made per eojeol (a word-initial piece and the continuation pieces
-    after it, from :func:`continuation_ids`): each eojeol is chosen with probability ``prob``, so the expected share of chosen
-    tokens stays ``prob`` and a chosen eojeol is never split; the 80/10/10 rule then applies per token.
+    after it, from :func:`continuation_ids`): each eojeol is chosen with probability ``prob``, so the expected
+    share of chosen tokens stays ``prob`` and a chosen eojeol is never split; the 80/10/10 rule then applies
+    per token. ``whole_morpheme`` does the same per MeCab-ko morpheme (a token that starts a morpheme and
+    the tokens up to the next start), read from the pack's morpheme-start flags passed as ``starts``.
     """
 
     mask_id: int
@@ -64,6 +66,7 @@ class Masker:
     prob: float = 0.15
     whole_eojeol: bool = False
     continuation_ids: list[int] = field(default_factory=list)
+    whole_morpheme: bool = False
 
     def __post_init__(self) -> None:
         self._special = np.asarray(sorted(set(self.special_ids)), dtype=np.int64)
@@ -78,24 +81,48 @@ class Masker:
         self._is_continuation[cont[(cont >= 0) & (cont < self.vocab_size)]] = True
         if self.whole_eojeol and not self._is_continuation.any():
             raise KplmError("masking: eojeol needs a vocabulary with ## continuations or ▁ word starts")
+        if self.whole_eojeol and self.whole_morpheme:
+            raise KplmError("masking: choose whole eojeols or whole morphemes, not both")
 
     def word_ids(self, ids: np.ndarray) -> np.ndarray:
         """A running eojeol number per token (row-major over ``ids``): a new one at every word-initial piece,
         special token, ``##`` piece after a special token and row start."""
         ids = np.asarray(ids, dtype=np.int64)
+        return self._span_ids(ids, ~self._is_continuation[ids])
+
+    def morpheme_ids(self, ids: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """A running morpheme number per token: a new one at every token flagged in ``starts`` (the pack's
+        morpheme starts), special token, token after a special token and row start."""
+        ids = np.asarray(ids, dtype=np.int64)
+        starts = np.asarray(starts)
+        if starts.shape != ids.shape:
+            raise KplmError(f"morpheme starts of shape {starts.shape} do not match the ids' {ids.shape}")
+        return self._span_ids(ids, starts.astype(bool))
+
+    def _span_ids(self, ids: np.ndarray, start: np.ndarray) -> np.ndarray:
         special = self._is_special[ids]
-        start = ~self._is_continuation[ids] | special
+        start = start | special
         start[..., 0] = True
         start[..., 1:] |= special[..., :-1]
         return np.cumsum(start.ravel()).reshape(ids.shape) - 1
 
-    def __call__(self, ids: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """Return ``(input_ids, labels)``; labels are the original ids at chosen positions, -100 elsewhere."""
+    def __call__(
+        self, ids: np.ndarray, rng: np.random.Generator, starts: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(input_ids, labels)``; labels are the original ids at chosen positions, -100 elsewhere.
+
+        ``starts`` (morpheme-start flags, same shape as ``ids``) is needed with ``whole_morpheme`` only.
+        """
         ids = np.asarray(ids, dtype=np.int64)
         special = self._is_special[ids]
-        if self.whole_eojeol:
-            words = self.word_ids(ids)
-            chosen = (rng.random(int(words.max()) + 1) < self.prob)[words] & ~special
+        if self.whole_eojeol or self.whole_morpheme:
+            if self.whole_morpheme:
+                if starts is None:
+                    raise KplmError("masking: morpheme needs the pack's morpheme starts")
+                spans = self.morpheme_ids(ids, starts)
+            else:
+                spans = self.word_ids(ids)
+            chosen = (rng.random(int(spans.max()) + 1) < self.prob)[spans] & ~special
         else:
             chosen = (rng.random(ids.shape) < self.prob) & ~special
         labels = np.where(chosen, ids, IGNORE_INDEX)
@@ -131,19 +158,28 @@ class PackedData:
             )
         self.train = self._open(folder / "train.npy", seq_len)
         self.valid = self._open(folder / "valid.npy", seq_len)
+        self.train_starts = self.valid_starts = None
+        if masker.whole_morpheme:
+            if not self.meta.get("morpheme_boundaries"):
+                raise KplmError(
+                    f"masking: morpheme needs morpheme boundaries, but {folder} was packed without them "
+                    "(pack again with morpheme_boundaries: true)"
+                )
+            self.train_starts = self._open(folder / f"train{STARTS_SUFFIX}", seq_len, len(self.train))
+            self.valid_starts = self._open(folder / f"valid{STARTS_SUFFIX}", seq_len, len(self.valid))
         self.micro, self.accum, self.world, self.rank = micro_batch_size, grad_accum, world_size, rank
         self.seed, self.masker, self.pad_id = seed, masker, pad_id
         self.global_batch = micro_batch_size * grad_accum * world_size
         self._perms: dict[int, np.ndarray] = {}
 
     @staticmethod
-    def _open(path: Path, seq_len: int) -> np.ndarray:
+    def _open(path: Path, seq_len: int, rows: int | None = None) -> np.ndarray:
         try:
             array = np.load(path, mmap_mode="r")
         except (OSError, ValueError) as e:
             raise KplmError(f"{path}: cannot memory-map the packed array ({e})") from None
-        if array.ndim != 2 or array.shape[1] != seq_len:
-            raise KplmError(f"{path}: expected shape (n, {seq_len}), got {array.shape}")
+        if array.ndim != 2 or array.shape[1] != seq_len or rows not in (None, len(array)):
+            raise KplmError(f"{path}: expected shape ({rows or 'n'}, {seq_len}), got {array.shape}")
         if len(array) == 0:
             raise KplmError(f"{path}: holds no sequences")
         return array
@@ -173,8 +209,9 @@ class PackedData:
     def train_batch(self, step: int, micro: int) -> tuple[dict[str, Any], int]:
         """This rank's masked micro-batch for ``(step, micro)`` and the torch seed for its dropout."""
         ss = seed_sequence(self.seed, _TRAIN, step, self.rank, micro)
-        ids = np.asarray(self.train[np.sort(self.train_rows(step, micro))])
-        return self._masked(ids, np.random.default_rng(ss)), torch_seed(ss)
+        rows = np.sort(self.train_rows(step, micro))
+        starts = None if self.train_starts is None else np.asarray(self.train_starts[rows])
+        return self._masked(np.asarray(self.train[rows]), np.random.default_rng(ss), starts), torch_seed(ss)
 
     def eval_batches(self, max_batches: int) -> tuple[int, list[int | None]]:
         """Plan an evaluation: the number of forward passes every rank makes and this rank's batch numbers.
@@ -189,13 +226,15 @@ class PackedData:
 
     def eval_batch(self, j: int) -> dict[str, Any]:
         """Held-out micro-batch ``j`` with a fixed masking, identical in every evaluation."""
-        ids = np.asarray(self.valid[j * self.micro : (j + 1) * self.micro])
-        return self._masked(ids, np.random.default_rng(seed_sequence(self.seed, _EVAL, j)))
+        part = slice(j * self.micro, (j + 1) * self.micro)
+        starts = None if self.valid_starts is None else np.asarray(self.valid_starts[part])
+        rng = np.random.default_rng(seed_sequence(self.seed, _EVAL, j))
+        return self._masked(np.asarray(self.valid[part]), rng, starts)
 
-    def _masked(self, ids: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
+    def _masked(self, ids: np.ndarray, rng: np.random.Generator, starts: np.ndarray | None) -> dict[str, Any]:
         import torch
 
-        inputs, labels = self.masker(ids, rng)
+        inputs, labels = self.masker(ids, rng, starts)
         return {
             "input_ids": torch.from_numpy(inputs),
             "attention_mask": torch.from_numpy((ids != self.pad_id).astype(np.int64)),

@@ -38,9 +38,9 @@ def launch_pretraining(config_path: Path, nproc: int) -> None:
     """
     from kplm.records import is_complete
     from kplm.training.checkpoint import CHECKPOINTS
+    from kplm.training.checks import check_inputs, check_resumable, run_fingerprint
     from kplm.training.config import load_pretrain_config
     from kplm.training.engine import free_port, has_gpu
-    from kplm.training.pretrain import check_inputs, check_resumable, run_fingerprint
 
     config_path = Path(config_path)
     if nproc < 1:

@@ -8,6 +8,11 @@ documents, chosen by a seeded hash of their position, goes to the held-out split
 
 Output folder: ``train.npy`` and ``valid.npy`` (2-D ``(n, seq_len)`` arrays, ``uint16`` when the vocabulary
 fits, memory-mapped by training), ``pack_meta.json`` and ``kplm_record.json``.
+
+With ``morpheme_boundaries`` each document is also analysed with MeCab-ko and a parallel ``uint8`` array per
+split (``train_morpheme_starts.npy``, same shape as ``train.npy``) records 1 where a token starts a MeCab
+morpheme (its first character, from the fast tokenizer's offset mapping, is a morpheme start) and 0 where it
+continues one; special tokens and padding are 1. Morpheme-span masking (``masking: morpheme``) reads it.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from kplm.errors import KplmError
 from kplm.records import is_complete, read_record, write_json_atomic, write_record
 
 META_NAME = "pack_meta.json"
+STARTS_SUFFIX = "_morpheme_starts.npy"
 _COPY_ROWS = 65536
 
 
@@ -46,6 +52,10 @@ class PackConfig:
     )
     batch_size: int = field(default=1000, metadata={"help": "documents per tokenizer batch call"})
     seed: int = field(default=42, metadata={"help": "seed of the train/valid document split"})
+    morpheme_boundaries: bool = field(
+        default=False,
+        metadata={"help": "record MeCab-ko morpheme starts per token (for masking: morpheme)"},
+    )
 
     def __post_init__(self) -> None:
         if self.seq_len < 8:
@@ -130,26 +140,37 @@ def is_valid_doc(position: int, seed: int, fraction: float) -> bool:
 class _Packer:
     """Turns a stream of documents' token ids into ``[CLS] body [SEP]`` rows appended to a raw file."""
 
-    def __init__(self, path: Path, seq_len: int, ids: dict[str, Any], dtype: np.dtype):
+    def __init__(self, path: Path, seq_len: int, ids: dict[str, Any], dtype: np.dtype, starts: bool = False):
         self.path, self.seq_len, self.dtype = path, seq_len, dtype
         self.cls, self.sep, self.pad = ids["cls"], ids["sep"], ids["pad"]
         self.body = seq_len - 2
         self.buffer: list[int] = []
         self.sequences = self.docs = self.tokens = self.padding = 0
         self._file = open(path, "wb")  # noqa: SIM115 - closed in finish()
+        # morpheme-start flags, packed exactly like the ids (special tokens and padding are starts)
+        self.starts_path = path.with_name(path.name + ".starts") if starts else None
+        self.flags: list[int] = []
+        self._starts_file = open(self.starts_path, "wb") if self.starts_path else None  # noqa: SIM115
 
-    def add(self, ids: list[int]) -> None:
+    def add(self, ids: list[int], flags: list[int] | None = None) -> None:
         if not ids:
             return
         self.docs += 1
         self.tokens += len(ids)
         if self.buffer:
             self.buffer.append(self.sep)
+            self.flags.append(1)
         self.buffer.extend(ids)
+        if self._starts_file is not None:
+            assert flags is not None and len(flags) == len(ids)
+            self.flags.extend(flags)
         if len(self.buffer) >= self.body:
             full = len(self.buffer) // self.body * self.body
             self._emit(np.asarray(self.buffer[:full]).reshape(-1, self.body))
             self.buffer = self.buffer[full:]
+            if self._starts_file is not None:
+                self._emit_flags(np.asarray(self.flags[:full]).reshape(-1, self.body))
+                self.flags = self.flags[full:]
 
     def _emit(self, bodies: np.ndarray) -> None:
         n = len(bodies)
@@ -159,6 +180,12 @@ class _Packer:
         rows[:, -1] = self.sep
         self._file.write(rows.tobytes())
         self.sequences += n
+
+    def _emit_flags(self, bodies: np.ndarray) -> None:
+        rows = np.ones((len(bodies), self.seq_len), dtype=np.uint8)
+        rows[:, 1:-1] = bodies
+        assert self._starts_file is not None
+        self._starts_file.write(rows.tobytes())
 
     def finish(self) -> int:
         """Pad and write the last partial sequence; returns the number of rows written."""
@@ -171,7 +198,14 @@ class _Packer:
             self._file.write(row.tobytes())
             self.sequences += 1
             self.buffer = []
+            if self._starts_file is not None:
+                flags = np.ones((1, self.seq_len), dtype=np.uint8)
+                flags[0, 1 : 1 + len(self.flags)] = self.flags
+                self._starts_file.write(flags.tobytes())
+                self.flags = []
         self._file.close()
+        if self._starts_file is not None:
+            self._starts_file.close()
         return self.sequences
 
     def counts(self) -> dict[str, int]:
@@ -181,6 +215,32 @@ class _Packer:
             "tokens": self.tokens,
             "padding": self.padding,
         }
+
+
+def token_morpheme_starts(
+    text: str, offsets: list[tuple[int, int]], word_ids: list[int | None]
+) -> tuple[list[int], bool]:
+    """Per token of ``text``: 1 if it starts a MeCab-ko morpheme, else 0; and whether MeCab failed.
+
+    A token starts a morpheme when its first character (from the fast tokenizer's ``offsets``, leading
+    whitespace such as Metaspace's ``▁`` skipped) is where :func:`kplm.tokenizer.morphemes.morpheme_starts`
+    puts a morpheme start. The first token is always a start. When MeCab's offsets do not line up with the
+    text (rare), the tokenizer's pre-token words (``word_ids``) stand in for morphemes.
+    """
+    from kplm.tokenizer.morphemes import morpheme_starts
+
+    starts = set(morpheme_starts(text))
+    if not starts:
+        flags = [int(i == 0 or w != word_ids[i - 1]) for i, w in enumerate(word_ids)]
+        return flags, True
+    flags = []
+    for begin, end in offsets:
+        while begin < end and text[begin].isspace():
+            begin += 1
+        flags.append(int(begin in starts))
+    if flags:
+        flags[0] = 1
+    return flags, False
 
 
 def _to_npy(raw: Path, final: Path, rows: int, seq_len: int, dtype: np.dtype) -> None:
@@ -205,11 +265,18 @@ def pack(config: PackConfig) -> dict[str, Any]:
     started = time.time()
     tokenizer = load_tokenizer(config.tokenizer)
     tok_fp = tokenizer_fingerprint(config.tokenizer)
-    fp = fingerprint(
-        {k: v for k, v in vars(config).items() if k not in ("output", "batch_size", "corpus", "tokenizer")},
-        corpus_fingerprint(config.corpus),
-        tok_fp,
-    )
+    settings = {
+        k: v for k, v in vars(config).items() if k not in ("output", "batch_size", "corpus", "tokenizer")
+    }
+    if (
+        config.morpheme_boundaries
+    ):  # (left out when off, so packs made before the option keep their fingerprint)
+        from importlib.metadata import version
+
+        settings["mecab_ko"] = version("mecab-ko")
+    else:
+        del settings["morpheme_boundaries"]
+    fp = fingerprint(settings, corpus_fingerprint(config.corpus), tok_fp)
     output = Path(config.output)
     if is_complete(output, fp):
         return dict(read_record(output)["counts"], skipped=True)
@@ -218,23 +285,36 @@ def pack(config: PackConfig) -> dict[str, Any]:
     vocab_size = len(tokenizer)
     dtype = np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32)
     ids = special_ids(tokenizer)
+    with_starts = config.morpheme_boundaries
     packers = {
-        split: _Packer(output / f".{split}.raw", config.seq_len, ids, dtype) for split in ("train", "valid")
+        split: _Packer(output / f".{split}.raw", config.seq_len, ids, dtype, starts=with_starts)
+        for split in ("train", "valid")
     }
     position = 0
     empty = 0
+    fallback = 0
 
     def flush(batch: list[str], first: int) -> int:
-        encoded = tokenizer(
-            batch, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False
-        )["input_ids"]
+        nonlocal fallback
+        encoding = tokenizer(
+            batch,
+            add_special_tokens=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            return_offsets_mapping=with_starts,
+        )
         blank = 0
-        for offset, token_ids in enumerate(encoded):
+        for offset, token_ids in enumerate(encoding["input_ids"]):
             if not token_ids:
                 blank += 1
                 continue
+            flags = None
+            if with_starts:
+                text, spans = batch[offset], encoding["offset_mapping"][offset]
+                flags, failed = token_morpheme_starts(text, spans, encoding.word_ids(offset))
+                fallback += failed
             split = "valid" if is_valid_doc(first + offset, config.seed, config.valid_fraction) else "train"
-            packers[split].add(token_ids)
+            packers[split].add(token_ids, flags)
         return blank
 
     batch: list[str] = []
@@ -262,6 +342,10 @@ def pack(config: PackConfig) -> dict[str, Any]:
         )
     for split in ("train", "valid"):
         _to_npy(packers[split].path, output / f"{split}.npy", rows[split], config.seq_len, dtype)
+        starts_raw = packers[split].starts_path
+        if starts_raw is not None:
+            target = output / f"{split}{STARTS_SUFFIX}"
+            _to_npy(starts_raw, target, rows[split], config.seq_len, np.dtype(np.uint8))
     counts: dict[str, Any] = {
         "documents": position,
         "empty_documents": empty,
@@ -273,6 +357,8 @@ def pack(config: PackConfig) -> dict[str, Any]:
         "valid_tokens": packers["valid"].tokens,
         "padding_tokens": packers["train"].padding + packers["valid"].padding,
     }
+    if with_starts:
+        counts["morpheme_fallback_documents"] = fallback
     meta = {
         "seq_len": config.seq_len,
         "dtype": dtype.name,
@@ -283,6 +369,7 @@ def pack(config: PackConfig) -> dict[str, Any]:
         "fingerprint": fp,
         "seed": config.seed,
         "valid_fraction": config.valid_fraction,
+        "morpheme_boundaries": with_starts,
         **counts,
     }
     write_json_atomic(output / META_NAME, meta)
@@ -293,13 +380,16 @@ def pack(config: PackConfig) -> dict[str, Any]:
 def _move_last_row(packers: dict[str, _Packer], seq_len: int, dtype: np.dtype) -> None:
     """Move the last row of the train raw file to the (empty) valid raw file."""
     train, valid = packers["train"], packers["valid"]
-    row_bytes = seq_len * dtype.itemsize
-    with open(train.path, "r+b") as f:
-        f.seek(-row_bytes, os.SEEK_END)
-        row = f.read(row_bytes)
-        f.seek(-row_bytes, os.SEEK_END)
-        f.truncate()
-    valid.path.write_bytes(row)
+    moves = [(train.path, valid.path, seq_len * dtype.itemsize)]
+    if train.starts_path is not None and valid.starts_path is not None:
+        moves.append((train.starts_path, valid.starts_path, seq_len))
+    for source, target, row_bytes in moves:
+        with open(source, "r+b") as f:
+            f.seek(-row_bytes, os.SEEK_END)
+            row = f.read(row_bytes)
+            f.seek(-row_bytes, os.SEEK_END)
+            f.truncate()
+        target.write_bytes(row)
     train.sequences -= 1
     valid.sequences = 1
 
