@@ -1,14 +1,15 @@
-"""The corpus cleaning stage: read → normalise → quality filters → [decontamination] → exact dedup →
-[near dedup] → Parquet shards.
+"""The corpus cleaning stage: read → normalise → quality filters → [decontamination] → [exact dedup] →
+[sentence dedup] → [near dedup] → Parquet shards.
 
-It runs as a few datatrove pipelines (see :func:`plan_stages`) under datatrove's local executor, sharded into
-``tasks`` ranks (``files[rank::tasks]``) run by ``workers`` processes:
+It runs as a chain of datatrove pipelines (see :func:`plan_stages`), sharded into ``tasks`` ranks
+(``files[rank::tasks]``), on the executor the config names (:mod:`kplm.corpus.executors`: local processes,
+Slurm job arrays or Ray):
 
-1. read, normalise, filter (all quality rules fused in one pass), optionally decontaminate, write the surviving
-   documents per rank and hash them (``exact_dedup_v1``);
-2. find duplicate hashes across all ranks;
-3. drop the duplicates and write the final ``part-<rank>.parquet`` shards, or, with ``near_dedup``, compute
-   MinHash signatures, then find LSH buckets, cluster, and drop near-duplicates (``minhash_dedup_v1``).
+1. read, normalise, filter (all quality rules fused in one pass), optionally decontaminate; per rank;
+2. each enabled dedup phase: per-rank signatures (documents handed on through ``<work>/in_<phase>/``), global
+   duplicate finding (exact and sentence dedup: one task per hash bucket, in parallel; MinHash: LSH buckets,
+   then clustering), then a per-rank filter that feeds the next phase;
+3. write the final ``part-<rank>.parquet`` shards.
 
 Every dropped document lands in ``excluded/<rule>/`` and every unreadable record in ``quarantine/``.
 Datatrove's completion markers make each step resumable per rank; the work folder is keyed by the config
@@ -19,42 +20,36 @@ its record.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from datatrove.data import Document
-from datatrove.executor import LocalPipelineExecutor
-from datatrove.pipeline.dedup.exact_dedup import (
-    ExactDedupConfig,
-    ExactDedupFilter,
-    ExactDedupSignature,
-    ExactFindDedups,
-)
-from datatrove.pipeline.writers import ParquetWriter
+from datatrove.pipeline.base import PipelineStep
+from datatrove.pipeline.dedup.exact_dedup import ExactDedupConfig, ExactFindDedups
 
-from kplm.config import fingerprint
-from kplm.corpus import decontaminate, filters, near_dedup
+from kplm.config import fingerprint, to_dict
+from kplm.corpus import decontaminate, filters, near_dedup, sentence_dedup
+from kplm.corpus.exact_dedup import FastExactDedupFilter, FastExactDedupSignature
+from kplm.corpus.executors import ExecutorSettings, run_chain, run_executor, stderr_to
 from kplm.corpus.normalize import DEFAULT_RULES, KNOWN_RULES, Normalizer
 from kplm.corpus.readers import ShardFileReader, SourceReader, resolve_input_files
 from kplm.corpus.report import reconcile, write_report
 from kplm.corpus.sentences import MinSentenceChars
-from kplm.corpus.shards import SCHEMA
-from kplm.errors import KplmError
+from kplm.corpus.shard_writer import shard_writer
 from kplm.records import is_complete, write_json_atomic, write_record
 
 STAGE = "corpus.clean"
+# run_executor and shard_writer are imported from here by the pipeline's PII stage and the benchmarks
+__all__ = ["CleanConfig", "clean", "plan_stages", "run_executor", "shard_writer", "stderr_to"]
 
 
 @dataclass(kw_only=True)
-class CleanConfig:
+class CleanConfig(ExecutorSettings):
     """Settings of the cleaning stage (the ``corpus:`` section of a run config)."""
 
     input: list[str] = field(
@@ -138,12 +133,26 @@ class CleanConfig:
     decontam_ngram: int = field(
         default=25, metadata={"help": "decontam_v1: character n-gram size (spaces/punctuation removed)"}
     )
-    tasks: int = field(
-        default=1, metadata={"help": "number of shards (ranks) the input files are split into"}
+    sentence_dedup: bool = field(
+        default=False,
+        metadata={"help": "sentence_dedup_v1: remove sentences seen earlier in the corpus (first one kept)"},
     )
-    workers: int = field(default=1, metadata={"help": "processes running the shards in parallel"})
+    sentence_dedup_min_chars: int = field(
+        default=20,
+        metadata={
+            "help": "sentence_dedup_v1: only sentences of at least this many non-space characters are removed"
+        },
+    )
+    dedup_buckets: int = field(
+        default=0,
+        metadata={
+            "help": "exact and sentence dedup: hash buckets searched for duplicates in parallel "
+            "(0 = one per task, at most 64)"
+        },
+    )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not self.input:
             raise ValueError("input: give at least one file or folder")
         for rule in self.normalize:
@@ -154,8 +163,7 @@ class CleanConfig:
             "min_chars",
             "min_sentence_chars",
             "max_chars",
-            "tasks",
-            "workers",
+            "sentence_dedup_min_chars",
             "near_dedup_ngram",
             "near_dedup_buckets",
             "near_dedup_hashes_per_bucket",
@@ -173,72 +181,10 @@ class CleanConfig:
         ):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name}: must be between 0 and 1, got {getattr(self, name)}")
+        if self.dedup_buckets < 0:
+            raise ValueError(f"dedup_buckets: must be 0 (one per task) or positive, got {self.dedup_buckets}")
         if self.min_chars > self.max_chars:
             raise ValueError(f"min_chars: {self.min_chars} is above max_chars {self.max_chars}")
-
-
-def _row(writer: Any, doc: Document) -> dict[str, Any]:
-    """Document → one row of the corpus shard schema."""
-    metadata = dict(doc.metadata)
-    source = str(metadata.pop("source", ""))
-    metadata.pop("file_path", None)
-    return {
-        "id": str(doc.id),
-        "text": doc.text,
-        "source": source,
-        "metadata": json.dumps(metadata, ensure_ascii=False, sort_keys=True),
-    }
-
-
-class ShardParquetWriter(ParquetWriter):
-    """Datatrove's ParquetWriter for the corpus shard schema, without its per-document overhead.
-
-    With a file name that depends only on the rank (the stage's case) the name is computed once per rank and
-    the ``total`` stat is counted in bulk; datatrove's writer re-substitutes the name template twice and
-    updates three stats per document, which cost more than the cleaning rules themselves.
-    """
-
-    name = "kplm shard writer"
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self._rank_only = set(self.output_filename.get_identifiers()) <= {"rank"}
-        self._names: dict[int, str] = {}
-        self._written = 0
-
-    def write(self, document: Document, rank: int = 0, **kwargs: Any) -> None:
-        if not self._rank_only or kwargs:
-            super().write(document, rank, **kwargs)
-            return
-        name = self._names.get(rank)
-        if name is None:
-            name = self._names[rank] = self._get_output_filename(document, rank)
-        self._write(self.adapter(document), self._get_output_file_with_retry(name), name)
-        self._written += 1
-
-    def close(self) -> None:
-        if self._written:
-            self.stat_update("total", value=self._written)
-            self._written = 0
-        super().close()
-
-    def run(self, data: Any, rank: int = 0, world_size: int = 1) -> Iterator[Document]:
-        with self:
-            for document in data:
-                self.write(document, rank)
-                yield document
-
-
-def shard_writer(folder: Path, filename: str = "${rank}.parquet") -> ParquetWriter:
-    """A writer of corpus shards (columns id, text, source, metadata) into ``folder``."""
-    return ShardParquetWriter(
-        str(folder),
-        output_filename=filename,
-        adapter=_row,
-        schema=SCHEMA,
-        compression="zstd",
-        max_file_size=-1,
-    )
 
 
 def quality_filters(config: CleanConfig, excluded: Path) -> filters.QualityFilters:
@@ -258,8 +204,14 @@ def quality_filters(config: CleanConfig, excluded: Path) -> filters.QualityFilte
     )
 
 
+EXECUTION_ONLY = frozenset(f.name for f in fields(ExecutorSettings)) - {"tasks"}
+
+
 def input_fingerprint(config: CleanConfig, files: list[str]) -> str:
-    """Config plus the identity (path, size, mtime) of every input (and benchmark) file."""
+    """Config plus the identity (path, size, mtime) of every input (and benchmark) file.
+
+    How the pipelines are executed (local/slurm/ray, workers, cluster settings) does not change the output, so
+    it is left out: a run started on one executor resumes on another."""
     import fsspec
 
     identity = []
@@ -267,11 +219,16 @@ def input_fingerprint(config: CleanConfig, files: list[str]) -> str:
         fs, local = fsspec.core.url_to_fs(path)
         info = fs.info(local)
         identity.append([path, info.get("size"), str(info.get("mtime") or info.get("LastModified") or "")])
-    return fingerprint(STAGE, config, identity)
+    settings = {k: v for k, v in to_dict(config).items() if k not in EXECUTION_ONLY}
+    return fingerprint(STAGE, settings, identity)
 
 
 def clean(config: CleanConfig) -> dict[str, Any]:
-    """Run the cleaning stage; returns the counts (also written to ``clean_report.json``)."""
+    """Run the cleaning stage; returns the counts (also written to ``clean_report.json``).
+
+    With ``executor: slurm`` the stage is submitted as a chain of job arrays and this returns
+    ``{"status": "submitted", "jobs": ...}``; the last job writes the report and the record, and calling
+    ``clean`` again once it finished returns the counts."""
     started = time.time()
     files = resolve_input_files(config.input)
     bench_files = decontaminate.benchmark_files(config.decontaminate) if config.decontaminate else []
@@ -302,90 +259,110 @@ def clean(config: CleanConfig) -> dict[str, Any]:
     if bench_files:
         exclusion = shard_writer(out / "excluded" / decontaminate.RULE)
         first.append(decontaminate.Decontaminate(bench_files, config.decontam_ngram, exclusion))
-    for name, pipeline, tasks in plan_stages(config, first, work, out):
-        run_executor(pipeline, work / "logs" / name, tasks=tasks, workers=min(config.workers, tasks))
+    stages = plan_stages(config, first, work, out, files)
+    if config.executor == "slurm":  # the report is written by a last job, after all the others
+        stages.append(("9_report", [FinishClean(config, str(out), str(work), fp, started)], 1))
+    submitted = run_chain(stages, work / "logs", config)
+    if submitted is not None:
+        return submitted
+    return finish(config, out, work, fp, started)
+
+
+def finish(config: CleanConfig, out: Path, work: Path, fp: str, started: float) -> dict[str, Any]:
+    """Reconcile the counts, write the report and the record, remove the scratch files; returns the counts."""
     counts = reconcile(out, work / "counts")
     write_json_atomic(out / "clean_report.json", counts)
     write_report(out, counts)
-    for scratch in ("filtered", "sigs", "dups", "exact", "mh_sigs", "mh_buckets", "mh_remove"):
-        shutil.rmtree(work / scratch, ignore_errors=True)
+    for scratch in work.iterdir():
+        if scratch.is_dir() and scratch.name not in ("logs", "counts"):
+            shutil.rmtree(scratch, ignore_errors=True)
     write_record(out, stage=STAGE, config=config, fingerprint=fp, counts=counts, started=started)
     return counts
 
 
-def plan_stages(config: CleanConfig, first: list, work: Path, out: Path) -> list[tuple[str, list, int]]:
+class FinishClean(PipelineStep):
+    """The last Slurm job of the stage: :func:`finish` (reconcile, report, record)."""
+
+    name = "kplm clean report"
+
+    def __init__(self, config: CleanConfig, out: str, work: str, fp: str, started: float):
+        super().__init__()
+        self.config, self.out, self.work, self.fp, self.started = config, out, work, fp, started
+
+    def run(self, data: Any = None, rank: int = 0, world_size: int = 1) -> Iterator[Document]:
+        finish(self.config, Path(self.out), Path(self.work), self.fp, self.started)
+        yield from ()
+
+
+def plan_stages(
+    config: CleanConfig, first: list, work: Path, out: Path, files: list[str] | None = None
+) -> list[tuple[str, list, int]]:
     """The datatrove pipelines to run in order, as ``(log name, steps, tasks)``.
 
-    ``first`` (read, normalise, filter) runs per rank; exact dedup adds a global find-duplicates step and a
-    per-rank filter step, near-dedup (MinHash) adds bucket, cluster and per-rank filter steps. Per-rank steps
-    hand documents on through ``<work>/<step>/<rank>.parquet`` so every rank reads back exactly what it wrote.
+    ``first`` (read, normalise, filter) runs per rank. Each enabled dedup phase (exact documents, sentences,
+    MinHash near-duplicates, in that order) ends the per-rank pipeline before it with a hand-off writer
+    (``<work>/in_<phase>/<rank>.parquet``) and its signature step, runs its global steps (exact and sentence
+    dedup: one task per hash bucket, in parallel), then starts the next per-rank pipeline by reading the
+    hand-off back (so every rank reads exactly what it wrote) through the phase's filter.
     """
     ranks = config.tasks
-    final = shard_writer(out, "part-${rank}.parquet")
-    if not config.dedup and not config.near_dedup:
-        return [("1_filter", [*first, final], ranks)]
-    stages: list[tuple[str, list, int]] = []
-    current = [*first, shard_writer(work / "filtered")]
-    source = work / "filtered"
+    buckets = config.dedup_buckets or min(ranks, 64)
+    phases: list[tuple[str, Any, list[tuple[str, list, int]], Any]] = []
     if config.dedup:
         exact = ExactDedupConfig(content_getter=filters.dedup_key)
-        stages.append(("1_filter", [*current, ExactDedupSignature(str(work / "sigs"), config=exact)], ranks))
-        find = ExactFindDedups(str(work / "sigs"), str(work / "dups"), config=exact)
-        stages.append(("2_find", [find], 1))
-        exclusion = shard_writer(out / "excluded" / "exact_dedup_v1")
-        current = [
-            ShardFileReader(str(source)),
-            ExactDedupFilter(str(work / "dups"), config=exact, exclusion_writer=exclusion),
+        sigs, dups = str(work / "exact_sigs"), str(work / "exact_dups")
+        phases.append(
+            (
+                "exact",
+                FastExactDedupSignature(sigs, config=exact, finder_workers=buckets),
+                [("find", [ExactFindDedups(sigs, dups, config=exact)], buckets)],
+                FastExactDedupFilter(
+                    dups, config=exact, exclusion_writer=shard_writer(out / "excluded" / "exact_dedup_v1")
+                ),
+            )
+        )
+    if config.sentence_dedup:
+        sigs, dups = str(work / "sent_sigs"), str(work / "sent_dups")
+        phases.append(
+            (
+                "sentences",
+                sentence_dedup.SentenceSignature(sigs, files or [], config.sentence_dedup_min_chars, buckets),
+                [("find", [sentence_dedup.SentenceFindDuplicates(sigs, dups, ranks)], buckets)],
+                sentence_dedup.SentenceDedupFilter(
+                    dups, buckets, str(work / "counts"), shard_writer(out / "excluded" / sentence_dedup.RULE)
+                ),
+            )
+        )
+    if config.near_dedup:
+        mh = near_dedup.minhash_config(
+            config.near_dedup_buckets, config.near_dedup_hashes_per_bucket, config.near_dedup_ngram
+        )
+        sigs, lsh, remove = (str(work / name) for name in ("mh_sigs", "mh_buckets", "mh_remove"))
+        phases.append(
+            (
+                "minhash",
+                near_dedup.signature_step(sigs, mh),
+                [
+                    ("buckets", [near_dedup.bucket_step(sigs, lsh, mh)], mh.num_buckets),
+                    ("cluster", [near_dedup.cluster_step(lsh, remove, mh)], 1),
+                ],
+                near_dedup.filter_step(remove, shard_writer(out / "excluded" / near_dedup.RULE)),
+            )
+        )
+    stages: list[tuple[str, list, int]] = []
+    current = list(first)
+    for phase, signature, global_steps, filter_step in phases:
+        handoff = work / f"in_{phase}"
+        stages.append(
+            (f"{len(stages) + 1}_{phase}_signatures", [*current, shard_writer(handoff), signature], ranks)
+        )
+        stages += [
+            (f"{len(stages) + i + 1}_{phase}_{name}", steps, n)
+            for i, (name, steps, n) in enumerate(global_steps)
         ]
-        if not config.near_dedup:
-            return [*stages, ("3_dedup", [*current, final], ranks)]
-        current.append(shard_writer(work / "exact"))
-        source = work / "exact"
-    mh = near_dedup.minhash_config(
-        config.near_dedup_buckets, config.near_dedup_hashes_per_bucket, config.near_dedup_ngram
-    )
-    sigs, buckets, remove = (str(work / name) for name in ("mh_sigs", "mh_buckets", "mh_remove"))
-    stages.append(
-        ("3_dedup" if config.dedup else "1_filter", [*current, near_dedup.signature_step(sigs, mh)], ranks)
-    )
-    stages.append(("4_mh_buckets", [near_dedup.bucket_step(sigs, buckets, mh)], mh.num_buckets))
-    stages.append(("5_mh_cluster", [near_dedup.cluster_step(buckets, remove, mh)], 1))
-    exclusion = shard_writer(out / "excluded" / near_dedup.RULE)
-    last = [ShardFileReader(str(source)), near_dedup.filter_step(remove, exclusion), final]
-    return [*stages, ("6_mh_filter", last, ranks)]
-
-
-def run_executor(
-    pipeline: list, logging_dir: Path, *, tasks: int, workers: int, what: str = "corpus cleaning"
-) -> None:
-    """Run a datatrove pipeline on the local executor, its logs kept in ``logging_dir``."""
-    executor = LocalPipelineExecutor(
-        pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=str(logging_dir)
-    )
-    logging_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        # datatrove logs each task and a stats table to stderr: keep them in the work folder instead.
-        with stderr_to(logging_dir / "executor.log"):
-            executor.run()
-    except KplmError:
-        raise
-    except Exception as e:  # a worker failure surfaces here: name the log that has the traceback
-        raise KplmError(f"{what} failed ({type(e).__name__}: {e}); see {logging_dir}/executor.log") from e
-
-
-@contextlib.contextmanager
-def stderr_to(path: Path) -> Iterator[None]:
-    """Send file descriptor 2 (this process and the worker processes it starts) to ``path``."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with path.open("a") as log:
-        os.dup2(log.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
+        current = [ShardFileReader(str(handoff)), filter_step]
+    stages.append((f"{len(stages) + 1}_write", [*current, shard_writer(out, "part-${rank}.parquet")], ranks))
+    return stages
 
 
 def _remove_outputs(out: Path) -> None:

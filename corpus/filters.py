@@ -40,7 +40,7 @@ def is_hangul(ch: str) -> bool:
 
 
 SYMBOL_SCAN_END = 0x20000
-_ASTRAL = "\U00010000"
+_ASTRAL_ANY = re.compile("[\U00010000-\U0010ffff]")
 
 
 def _char_class(codes: list[int]) -> str:
@@ -73,13 +73,15 @@ def count_symbols(text: str) -> int:
     """Number of characters in Unicode categories P* and S*."""
     bmp, astral = _symbol_patterns()
     n = len(bmp.findall(text))
-    if text and max(text) >= _ASTRAL:
+    if not text.isascii() and _ASTRAL_ANY.search(text):
         n += len(astral.findall(text))
     return n
 
 
 def visible_chars(text: str) -> int:
     """Number of non-whitespace characters (``str.isspace`` semantics)."""
+    if text.isprintable():  # the only whitespace a printable string can hold is the ASCII space
+        return len(text) - text.count(" ")
     return sum(map(len, text.split()))
 
 
@@ -114,7 +116,7 @@ class TextStats:
     @property
     def digits(self) -> int:
         if self._digits is None:
-            self._digits = len(_DIGIT.findall(self.text))
+            self._digits = len(_DIGIT.findall(self.text)) if _DIGIT.search(self.text) else 0
         return self._digits
 
     @property

@@ -51,11 +51,15 @@ def html_v1(text: str) -> str:
 
 def invisible_v1(text: str) -> str:
     """Remove control characters (except tab/newline), zero-width characters, bidi marks and the BOM."""
+    if text.isprintable():  # every character removed here is non-printable (Cc, Cf, Zl, Zp): nothing to do
+        return text
     return _INVISIBLE.sub("", text)
 
 
 def whitespace_v1(text: str) -> str:
     """Collapse runs of spaces/tabs to one space, at most one blank line between paragraphs, strip ends."""
+    if text.isprintable() and "  " not in text:  # only single ASCII spaces (tabs, NBSP... are non-printable)
+        return text.strip(" ")
     if "\n" not in text and "\r" not in text:  # one line: the same result, without the line split
         return _SPACES.sub(" ", text).strip()
     text = _SPACES.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n"))

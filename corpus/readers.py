@@ -22,6 +22,7 @@ from datatrove.pipeline.base import PipelineStep
 from kplm.corpus.encoding import sniff_lines
 from kplm.errors import KplmError
 
+_SCALARS = (str, int, float, bool)
 SUPPORTED_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".txt", ".txt.gz", ".parquet")
 
 
@@ -188,8 +189,7 @@ class SourceReader(PipelineStep):
         extra = {
             k: v
             for k, v in record.items()
-            if k not in (self.text_field, self.id_field, self.source_field)
-            and isinstance(v, str | int | float | bool)
+            if k not in (self.text_field, self.id_field, self.source_field) and isinstance(v, _SCALARS)
         }
         return self._document(text, doc_id, source, origin, extra)
 

@@ -50,6 +50,11 @@ def reconcile(out: Path, counts_folder: Path) -> dict[str, Any]:
         "quarantined_by_reason": dict(quarantine_reasons),
         "kept_by_source": dict(sorted(by_source.items())),
     }
+    sentence_counts: Counter = Counter()
+    for path in sorted(counts_folder.glob("sentence_dedup_*.json")):
+        sentence_counts.update(json.loads(path.read_text()))
+    if sentence_counts:
+        counts["sentence_dedup"] = dict(sorted(sentence_counts.items()))
     if decontaminated:
         counts["decontaminated_by_benchmark"] = dict(sorted(decontaminated.items()))
     counts["kept_length_histogram"] = length_histogram(out)
@@ -70,6 +75,13 @@ def report_markdown(counts: dict[str, Any]) -> str:
     ]
     lines += [f"| {rule} | {n:,} |" for rule, n in counts["dropped_by_rule"].items()]
     lines += [f"| quarantine: {reason} | {n:,} |" for reason, n in counts["quarantined_by_reason"].items()]
+    if counts.get("sentence_dedup"):
+        sd = counts["sentence_dedup"]
+        lines += [
+            "",
+            f"sentence_dedup_v1: {sd['sentences_removed']:,} repeated sentences removed from "
+            f"{sd['documents_changed']:,} documents ({sd['documents_emptied']:,} left empty and dropped)",
+        ]
     if counts.get("decontaminated_by_benchmark"):
         lines += ["", "| benchmark overlapped (decontam_v1) | documents |", "|---|---:|"]
         lines += [f"| {name} | {n:,} |" for name, n in counts["decontaminated_by_benchmark"].items()]

@@ -233,6 +233,14 @@ def run(
         counts = stage.run(stage.config)
         seconds = round(time.time() - started, 1)
         summary["stages"][stage.name] = {"output": str(stage.output), "seconds": seconds, "counts": counts}
+        if counts and counts.get("status") in ("submitted", "running"):  # e.g. corpus on Slurm
+            print(
+                f"[kplm] {stage.name:<9} {counts['status']} as cluster jobs; rerun this command when they have "
+                "finished to go on",
+                flush=True,
+            )
+            summary["waiting_for"] = stage.name
+            break
         print(f"[kplm] {stage.name:<9} done in {seconds:.1f}s{_brief(counts)}", flush=True)
         if stage.name == until:
             break

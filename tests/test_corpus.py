@@ -138,12 +138,16 @@ def test_rerun_is_a_noop_and_config_change_redoes(nsmc_files, tmp_path):
     assert pq.read_table(part).num_rows == stricter["kept"]
 
 
-@pytest.mark.parametrize("near_dedup", [False, True], ids=["exact", "exact+minhash"])
-def test_killed_run_resumes_to_identical_output(nsmc_files, tmp_path, monkeypatch, near_dedup):
+@pytest.mark.parametrize(
+    "dedups",
+    [{}, {"near_dedup": True}, {"sentence_dedup": True, "sentence_dedup_min_chars": 8}],
+    ids=["exact", "exact+minhash", "exact+sentences"],
+)
+def test_killed_run_resumes_to_identical_output(nsmc_files, tmp_path, monkeypatch, dedups):
     """A run that dies in its second shard, rerun, gives exactly the output of an uninterrupted run."""
     from kplm.corpus.readers import SourceReader
 
-    settings = {"input": [str(nsmc_files)], "tasks": 3, "near_dedup": near_dedup}
+    settings = {"input": [str(nsmc_files)], "tasks": 3, **dedups}
     reference = clean(CleanConfig(output=tmp_path / "ref", **settings))
     config = CleanConfig(output=tmp_path / "out", **settings)
     real_read = SourceReader._read_file
@@ -165,5 +169,7 @@ def test_killed_run_resumes_to_identical_output(nsmc_files, tmp_path, monkeypatc
         assert pq.read_table(out / name).equals(pq.read_table(tmp_path / "ref" / name))
     assert reference["input"] == 6000
     assert reference["input"] == reference["kept"] + reference["dropped"] + reference["quarantined"]
-    if near_dedup:
+    if dedups.get("near_dedup"):
         assert reference["dropped_by_rule"]["minhash_dedup_v1"] > 0
+    if dedups.get("sentence_dedup"):
+        assert reference["sentence_dedup"]["sentences_removed"] > 0
