@@ -114,6 +114,22 @@ def test_bpe_vocabulary_holds_bare_particles_and_endings(bpe_dir):
     assert SPACE + "영화가" not in vocab
 
 
+def test_bpe_pieces_never_glue_punctuation_to_letters(bpe_dir, bpe_plain_dir):
+    from kplm.tokenizer.report import is_bert_punctuation
+
+    for folder in (bpe_dir, bpe_plain_dir):  # punctuation is cut in both modes, as BERT does for WordPiece
+        vocab = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
+        mixed = [
+            t
+            for t in vocab
+            if not t.startswith("[")
+            and len(core := t.removeprefix(SPACE)) > 1
+            and any(map(is_bert_punctuation, core))
+            and not all(map(is_bert_punctuation, core))
+        ]
+        assert not mixed, mixed[:5]
+
+
 def test_bpe_morpheme_mode_and_raw_agreement(bpe_dir, bpe_plain_dir):
     tok, plain = load(bpe_dir), load(bpe_plain_dir)
     tokens = tokenize_morphemes(tok, EXAMPLE + ".")
@@ -155,10 +171,9 @@ def test_required_characters_and_budget():
     ksx = required_characters("ksx1001")
     assert len([c for c in ksx if "가" <= c <= "힣"]) == 2350 and "튤" in ksx and "ᄏ" in ksx and "ㅋ" in ksx
     full = required_characters("ksx1001_all")
-    assert (
-        set(ksx) < set(full)
-        and sum("\u4e00" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff" for c in full) == 4888
-    )
+    # the 4,888 KS X 1001 Hanja as NFC leaves them: 268 compatibility duplicates fold into unified ones
+    assert set(ksx) < set(full) and sum("\u3400" <= c <= "\u9fff" for c in full) == 4622
+    assert not any("\uf900" <= c <= "\ufaff" for c in full)
     assert "▲" in full and "㎡" in full and "州" in full
     counts = {"가": 10, "나": 5}
     assert "튤" in choose_alphabet(counts, 1.0, 20000, "ksx1001")

@@ -47,12 +47,14 @@ class TokenizerConfig:
             "(rarer characters become [UNK]; capped at half the vocabulary)"
         },
     )
-    required_characters: Literal["ksx1001_all", "ksx1001", "jamo", "none"] = field(
-        default="ksx1001",
+    required_characters: Literal["ksx1001_all", "ksx1001_hanja", "ksx1001", "jamo", "none"] = field(
+        default="ksx1001_hanja",
         metadata={
             "help": "characters always in the alphabet, seen in training or not: ksx1001 = the 2,350 common "
-            "Hangul syllables + jamo + ASCII; ksx1001_all = also its Hanja and symbols; jamo = jamo + ASCII "
-            "(smaller sets are used if it does not fit)"
+            "Hangul syllables + jamo + ASCII; ksx1001_hanja (default) = also the 4,622 KS X 1001 Hanja "
+            "(after NFC) and its 56 punctuation marks, one WordPiece entry each; ksx1001_all = also its "
+            "other symbols, kana, Greek and Cyrillic; jamo = jamo + ASCII (smaller sets are used if it "
+            "does not fit)"
         },
     )
     unused_tokens: int = field(

@@ -1,6 +1,6 @@
 """MeCab-ko morpheme boundaries: training units for the vocabulary, and morpheme-mode tokenization.
 
-**Training units.** Text is normalised exactly as the saved tokenizer normalises it (after NFC), then split into
+**Training units** (built fast by :mod:`kplm.tokenizer.units`). Text is normalised exactly as the saved tokenizer normalises it (after NFC), then split into
 BERT pre-tokens (whitespace and punctuation, :class:`tokenizers.pre_tokenizers.BertPreTokenizer`), so training
 sees the same "words" as raw-text inference. In ``morpheme`` mode every pre-token is cut where a MeCab-ko
 morpheme starts. The first unit stays a plain word; each later unit is glued to :data:`MARKER`
@@ -8,9 +8,10 @@ morpheme starts. The first unit stays a plain word; each later unit is glued to 
 pieces as ``##`` pieces and never merges across a morpheme boundary. Units are always substrings of the text
 (cut by MeCab's byte offsets, never its surface or feature fields), so they concatenate back to the pre-token.
 
-**BPE units** (``model="bpe"``, see :mod:`kplm.tokenizer.bpe`): whitespace eojeols cut at morpheme starts, the
-first piece of each prefixed with :data:`SPACE` (``"아버지가방에" → "▁아버지 가 방 에"``): Metaspace marks word
-starts, so the bare pieces are the continuation forms.
+**BPE units** (``model="bpe"``, see :mod:`kplm.tokenizer.bpe`): whitespace eojeols cut at morpheme starts and
+around punctuation (in plain mode too, as BERT's pre-tokenizer does for WordPiece), the first piece of each
+prefixed with :data:`SPACE` (``"아버지가방에" → "▁아버지 가 방 에"``): Metaspace marks word starts, so the bare
+pieces are the continuation forms.
 
 **Morpheme mode at inference.** The saved tokenizer runs on raw text (greedy longest-match WordPiece, no MeCab).
 For users who want MeCab boundaries respected at inference too::
@@ -34,7 +35,6 @@ in the same mode.
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any
 
 MARKER = "\ue000"
@@ -58,7 +58,6 @@ _CHUNK_CHARS = 20000  # MeCab is given at most this many characters at once
 _TAGGER: Any = None
 _NORMALIZER: Any = None
 _PRE_TOKENIZER: Any = None
-_WORKER: dict[str, Any] = {}
 
 
 def tagger() -> Any:
@@ -184,52 +183,6 @@ def bpe_normalizer() -> Any:
         clean_text=True, handle_chinese_chars=False, strip_accents=False, lowercase=False
     )
     return normalizers.Sequence([bert, normalizers.NFC()])
-
-
-def init_worker(mode: str, extra_tokens: list[str], model: str = "wordpiece") -> None:
-    """Set up a pre-tokenization process (Pool initializer); the tagger itself is created lazily."""
-    _WORKER["mode"] = mode
-    _WORKER["model"] = model
-    _WORKER["bpe_norm"] = bpe_normalizer() if model == "bpe" else None
-    _WORKER["extra"] = (
-        re.compile("|".join(re.escape(t) for t in sorted(extra_tokens, key=len, reverse=True)))
-        if extra_tokens
-        else None
-    )
-
-
-def training_lines(texts: list[str]) -> tuple[str, dict[str, int], int, int]:
-    """Pre-tokenize a batch of documents for the trainer (runs in a worker after :func:`init_worker`).
-
-    Returns the documents' units as lines, the character counts of the normalised text, and the numbers of
-    characters and documents read. WordPiece units: BERT pre-tokens cut at morpheme starts, continuation
-    morphemes glued to :data:`MARKER`. BPE units: eojeols cut at morpheme starts, the first piece of each
-    eojeol prefixed with :data:`SPACE` (Metaspace's word start), later pieces bare. Extra tokens (placeholders
-    such as ``[PHONE]``) are removed first: they are whole vocabulary entries and must not shape the pieces.
-    """
-    mode, extra, bpe_norm = _WORKER["mode"], _WORKER["extra"], _WORKER["bpe_norm"]
-    lines, counts, n_chars = [], {}, 0
-    for text in texts:
-        n_chars += len(text)
-        if extra is not None:
-            text = extra.sub(" ", text)
-        if bpe_norm is not None:
-            norm = bpe_norm.normalize_str(text).replace(SPACE, " ").replace(MARKER, " ")
-        else:
-            norm = bert_normalize(unicodedata.normalize("NFC", text)).replace(MARKER, " ")
-        for ch in norm:
-            counts[ch] = counts.get(ch, 0) + 1
-        units = []
-        if bpe_norm is not None:
-            for _, pieces in eojeol_morphemes(norm, mode):
-                units.append(SPACE + pieces[0])
-                units.extend(pieces[1:])
-        else:
-            for pieces in word_morphemes(norm, mode):
-                units.append(pieces[0])
-                units.extend(MARKER + p for p in pieces[1:])
-        lines.append(" ".join(units))
-    return "\n".join(lines) + "\n", counts, n_chars, len(texts)
 
 
 # ---------------------------------------------------------------------------------------------- inference

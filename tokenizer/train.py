@@ -5,7 +5,7 @@ pre-tokenization and alphabet steps and is trained and saved by :mod:`kplm.token
 skips MeCab (whole words as units): the baseline of the same size from the same command.
 
 Steps: read documents (1 in 100, drawn with ``seed``, held out for the report, up to ``report_docs``);
-pre-tokenize them in ``num_proc`` processes (:func:`kplm.tokenizer.morphemes.training_lines`: BERT-normalised,
+pre-tokenize them in ``num_proc`` processes (:func:`kplm.tokenizer.units.training_lines`: BERT-normalised,
 BERT pre-tokens cut at MeCab-ko morpheme starts, continuation morphemes glued to a marker) into a unit file;
 pick the base alphabet by ``character_coverage``; train a BPE with ``##`` continuation prefix on the unit file;
 turn marker pieces (``\\ue000습니다``) into continuation pieces (``##습니다``); keep specials, unused and extra
@@ -44,11 +44,12 @@ from kplm.errors import KplmError
 from kplm.records import is_complete, read_record, write_record
 from kplm.tokenizer.alphabet import choose_alphabet, needs_continuation_form
 from kplm.tokenizer.config import SPECIAL_TOKENS, TokenizerConfig
-from kplm.tokenizer.morphemes import MARKER, NORMALIZER_SETTINGS, init_worker, training_lines
+from kplm.tokenizer.morphemes import MARKER, NORMALIZER_SETTINGS
 from kplm.tokenizer.report import measure, write_report
+from kplm.tokenizer.units import init_worker, training_lines
 
 STAGE = "tokenizer"
-ALGORITHM_VERSION = 2  # bump when the same config would give a different vocabulary
+ALGORITHM_VERSION = 3  # bump when the same config would give a different vocabulary
 TOKENIZER_FILES = (  # written for both models (vocab.txt: entries in id order)
     "tokenizer.json",
     "tokenizer_config.json",
@@ -152,7 +153,8 @@ def pretokenize(config: TokenizerConfig, units_path: Path, heldout: list[str]) -
     """
     counts: dict[str, int] = {}
     docs = chars = 0
-    started = time.time()
+    worker_cpu = 0.0
+    started, cpu_started = time.time(), time.process_time()
     initargs = (config.mode, list(config.extra_tokens), config.model)
     pool = None
     if config.num_proc > 1:
@@ -171,12 +173,13 @@ def pretokenize(config: TokenizerConfig, units_path: Path, heldout: list[str]) -
     )
     try:
         with open(units_path, "w", encoding="utf-8") as out:
-            for lines, batch_counts, n_chars, n_docs in results:
+            for lines, batch_counts, n_chars, n_docs, batch_cpu in results:
                 out.write(lines)
                 for ch, c in batch_counts.items():
                     counts[ch] = counts.get(ch, 0) + c
                 docs += n_docs
                 chars += n_chars
+                worker_cpu += batch_cpu
                 bar.update(n_docs)
     except BrokenProcessPool:
         raise KplmError(
@@ -187,7 +190,15 @@ def pretokenize(config: TokenizerConfig, units_path: Path, heldout: list[str]) -
         bar.close()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-    return {"docs": docs, "chars": chars, "char_counts": counts, "seconds": time.time() - started}
+    # CPU seconds: this process (reading, writing; all the work when num_proc == 1) plus the workers' batches
+    cpu = time.process_time() - cpu_started + (worker_cpu if pool is not None else 0.0)
+    return {
+        "docs": docs,
+        "chars": chars,
+        "char_counts": counts,
+        "seconds": time.time() - started,
+        "cpu_seconds": cpu,
+    }
 
 
 def _ordered_map(pool: ProcessPoolExecutor, batches: Iterator[list[str]], window: int) -> Iterator[Any]:
@@ -346,14 +357,14 @@ def _train_into(config: TokenizerConfig, folder: Path) -> dict[str, Any]:
     )
     m = config.pad_to_multiple_of
     needed = math.ceil(config.vocab_size / m) * m - fixed
-    t0 = time.time()
+    t0, cpu0 = time.time(), time.process_time()
     attempts = 1
     if config.model == "bpe":
         from kplm.tokenizer.bpe import save_bpe_tokenizer, train_bpe
 
         base = len(alphabet) + 1  # characters and the bare "▁"
         vocab_map, merges, padded = train_bpe(config, units, alphabet)
-        train_seconds = time.time() - t0
+        train_seconds, train_cpu = time.time() - t0, time.process_time() - cpu0
         learned = len(merges)
         needed -= base
         units.unlink()
@@ -372,7 +383,7 @@ def _train_into(config: TokenizerConfig, folder: Path) -> dict[str, Any]:
                 break  # enough pieces, or the trainer ran out of pairs above min_frequency
             attempts += 1
             slack *= 1.15 * needed / max(distinct, 1)
-        train_seconds = time.time() - t0
+        train_seconds, train_cpu = time.time() - t0, time.process_time() - cpu0
         units.unlink()
         vocab, learned, padded = assemble_vocab(config, alphabet, pieces)
         tok = save_tokenizer(folder, vocab, config)
@@ -390,7 +401,9 @@ def _train_into(config: TokenizerConfig, folder: Path) -> dict[str, Any]:
         "chars_trained": pre["chars"],
         "pretokenize_seconds": round(pre["seconds"], 2),
         "pretokenize_chars_per_second": round(pre["chars"] / max(pre["seconds"], 1e-9)),
+        "pretokenize_cpu_seconds": round(pre["cpu_seconds"], 2),
         "train_seconds": round(train_seconds, 2),
+        "train_cpu_seconds": round(train_cpu, 2),
         "train_attempts": attempts,
         "vocab_exhausted": learned < needed,
         "padding_unused_entries": padded,
