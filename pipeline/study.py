@@ -252,15 +252,23 @@ def finetune_arm(model: Path, out: Path, settings: dict[str, Any], seeds: list[i
     return {"scores": scores, "seconds": times}
 
 
-def study(config_path: Path) -> dict[str, Any]:
-    """Run a study YAML end to end and write ``<output>/study.json`` and ``<output>/report.md``."""
-    from kplm.pipeline.study_report import write_report
+@dataclass
+class StudyPlan:
+    """A validated study: its config, the base run config and fine-tuning settings with paths resolved."""
 
-    data = load_yaml(config_path)
-    config = build(StudyConfig, data, where=str(config_path))
+    config: StudyConfig
+    out: Path
+    run_data: dict[str, Any]
+    settings: dict[str, Any]
+
+
+def load_study(config_path: Path) -> StudyPlan:
+    """Read a study YAML and validate every arm's run config and the fine-tuning section; runs nothing."""
+    from kplm.finetune.suite import EvaluateConfig
+
+    config = build(StudyConfig, load_yaml(config_path), where=str(config_path))
     base = Path(config_path).resolve().parent
     out = Path(config.output)
-    out.mkdir(parents=True, exist_ok=True)
     run_data = dict(config.run)
     run_data["sources"] = [_resolve(base, s) for s in run_data.get("sources", [])]
     corpus = dict(run_data.get("corpus", {}))
@@ -269,14 +277,32 @@ def study(config_path: Path) -> dict[str, Any]:
         run_data["corpus"] = corpus
     settings = dict(config.finetune)
     if "data_dir" in settings:
-        settings["data_dir"] = str((base / settings["data_dir"]).resolve())
+        settings["data_dir"] = _resolve(base, settings["data_dir"])
+    if config.nsmc_sentiment is not None:
+        config.nsmc_sentiment.source = _resolve(base, config.nsmc_sentiment.source)
+        run_data["sources"] = [str(out / "data" / "nsmc_pretrain.jsonl"), *run_data["sources"]]
+    for name, arm in config.arms.items():
+        if "overrides" in arm:
+            arm_data = {**merge(run_data, arm["overrides"]), "output": str(out / name)}
+            plan(
+                build(RunConfig, arm_data, where=f"{config_path}: arms.{name}"), f"{config_path}: arms.{name}"
+            )
+    build(EvaluateConfig, {**settings, "model": ".", "output": "."}, where=f"{config_path}: finetune")
+    return StudyPlan(config=config, out=out, run_data=run_data, settings=settings)
+
+
+def study(config_path: Path) -> dict[str, Any]:
+    """Run a study YAML end to end and write ``<output>/study.json`` and ``<output>/report.md``."""
+    from kplm.pipeline.study_report import write_report
+
+    prepared = load_study(config_path)
+    config, out, run_data, settings = prepared.config, prepared.out, prepared.run_data, prepared.settings
+    out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"config": to_dict(config), "data": None, "arms": {}}
     if config.nsmc_sentiment is not None:
-        split = config.nsmc_sentiment
-        split.source = str((base / split.source).resolve())
-        summary["data"] = split_nsmc(split, out / "data")
-        run_data["sources"] = [str(out / "data" / "nsmc_pretrain.jsonl"), *run_data["sources"]]
-        settings["data_dir"] = str(_task_data_dir(out / "data", Path(settings.get("data_dir", base))))
+        summary["data"] = split_nsmc(config.nsmc_sentiment, out / "data")
+        shared = Path(settings.get("data_dir", Path(config_path).resolve().parent))
+        settings["data_dir"] = str(_task_data_dir(out / "data", shared))
     done: dict[str, Path] = {}
     pretrained = {n: a for n, a in config.arms.items() if "random_init_of" not in a}
     for name, arm in pretrained.items():

@@ -165,3 +165,28 @@ def test_tiny_study_end_to_end(tmp_path):
     assert (out / "scores.svg").exists()
     for arm in ("morpheme", "pii_off"):
         assert f"| {arm} | pretrain |" in report
+
+
+def test_shipped_study_config_validates_every_arm():
+    from kplm.pipeline.study import load_study
+
+    prepared = load_study(ROOT / "pipeline" / "configs" / "study-cpu.yaml")
+    assert set(prepared.config.arms) == {"morpheme", "random_init", "plain_bpe", "pii_off"}
+    assert prepared.run_data["sources"][0].endswith("nsmc_pretrain.jsonl")
+    assert Path(prepared.config.nsmc_sentiment.source).is_file()
+    assert all(Path(p).is_dir() for p in prepared.run_data["corpus"]["decontaminate"])
+    assert set(prepared.settings["tasks"]) == {"korsts", "klue-nli", "klue-ner", "nsmc"}
+
+
+def test_a_bad_arm_is_refused_before_anything_runs(tmp_path, capsys):
+    data = yaml.safe_load((ROOT / "pipeline" / "configs" / "study-cpu.yaml").read_text(encoding="utf-8"))
+    data["output"] = str(tmp_path / "out")
+    data["nsmc_sentiment"]["source"] = str(DATA / "nsmc" / "reviews.jsonl.gz")
+    data["run"]["corpus"]["decontaminate"] = [str(DATA / "klue")]
+    data["finetune"]["data_dir"] = str(DATA)
+    data["arms"]["plain_bpe"]["overrides"]["tokenizer"]["vocab_size"] = "big"
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert main(["study", str(path)]) == 2
+    assert "arms.plain_bpe: tokenizer.vocab_size: expected an integer" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()  # refused before the NSMC split or any stage ran
