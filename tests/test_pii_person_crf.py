@@ -32,7 +32,9 @@ from kplm.pii.step import PiiScrubStep
 
 pytestmark = pytest.mark.skipif(not KLUE_NER.is_file(), reason="KLUE-NER dev not in ../shared/data")
 
-SMALL = {"max_sentences": 400, "max_iterations": 60}
+# no marks on the negatives allowed: a sweep on 100 validation sentences is noisy, and the default bound
+# (1%) lets this small model pick a threshold as low as 0.03
+SMALL = {"max_sentences": 400, "max_iterations": 60, "max_negative_fp_rate": 0.0}
 NAMES = [
     ("손흥민이 골을 넣었다.", "손흥민"),
     ("어제 김민재가 결승골을 넣었습니다.", "김민재"),
@@ -62,19 +64,24 @@ def test_threshold_comes_from_the_validation_sweep(trained: tuple[Path, dict]) -
     sel = result["threshold_selection"]
     assert sel["method"] == "validation sweep"
     assert (sel["inner_train_sentences"], sel["validation_sentences"]) == (300, 100)
-    assert "position % 4 == 0" in sel["validation_fold"] and "negatives.jsonl" in sel["criterion"]
+    assert (
+        "position % 4 == 0" in sel["validation_fold"] and "at most 0.0 of the negatives" in sel["criterion"]
+    )
     assert sel["validation"]["gold"] > 0 and sel["negatives"] == 200
     # the stored threshold is the best validation F2 among grid points within the negatives bound
-    assert result["threshold"] in GRID and len(sel["curve"]) == len(GRID)
+    meta = json.loads(Path(f"{path}.json").read_text(encoding="utf-8"))
+    curve = meta["threshold_selection"]["curve"]
+    assert result["threshold"] in GRID and len(curve) == len(GRID) and "curve" not in sel
 
     def f2(r: float, p: float) -> float:
         return 5 * p * r / (4 * p + r) if p + r else 0.0
 
-    feasible = [(f2(r, p), t) for t, r, p, hits in sel["curve"] if hits <= 2]  # 1% of 200
-    assert sel["constraint_met"] and sel["negative_hits"] <= 2
+    feasible = [(f2(r, p), t) for t, r, p, hits in curve if hits == 0]
+    assert sel["constraint_met"] and sel["negative_hits"] == 0 == sel["final_model_negative_hits"]
     best = max(score for score, _ in feasible)
-    assert any(t == result["threshold"] and score >= best - 1e-3 for score, t in feasible)
-    meta = json.loads(Path(f"{path}.json").read_text(encoding="utf-8"))
+    swept = sel.get("raised_for_negatives", [result["threshold"]])[0]  # the final model may need more
+    assert any(t == swept and score >= best - 1e-3 for score, t in feasible)
+    assert result["threshold"] >= swept
     assert meta["threshold"] == result["threshold"] and meta["threshold_selection"]["method"] == sel["method"]
     assert load_tagger(path)[1] == result["threshold"]
 
