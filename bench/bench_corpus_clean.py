@@ -83,8 +83,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fraction", type=float, default=1.0, help="share of NSMC to use (1.0 = all)")
     parser.add_argument("--files", type=int, default=8, help="input files = shards")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="interleaved 1- and 2-process runs; scaling uses the best of each",
+    )
+    parser.add_argument("--scaling-only", action="store_true", help="only the 1- vs 2-process comparison")
     args = parser.parse_args()
     load_at_start = os.getloadavg()
+    if args.scaling_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            n = split_input(tmp / "in", args.files, args.fraction)
+            shards = ["--tasks", str(args.files)]
+            pairs = []
+            for i in range(args.repeats):
+                one = timed_clean(tmp / "in", tmp / f"b{i}", *shards, "--workers", "1")["seconds"]
+                two = timed_clean(tmp / "in", tmp / f"c{i}", *shards, "--workers", "2")["seconds"]
+                pairs.append({"one_proc_s": one, "two_proc_s": two, "ratio": round(one / two, 2)})
+        best = min(p["one_proc_s"] for p in pairs) / min(p["two_proc_s"] for p in pairs)
+        result = {
+            "benchmark": "corpus_clean_scaling",
+            "documents": n,
+            "load_average_at_start": load_at_start,
+            "load_average_at_end": os.getloadavg(),
+            "runs": pairs,
+            "scaling_2proc_vs_1proc_best_of": round(best, 2),
+        }
+        print(json.dumps(result, indent=2))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         n = split_input(tmp / "in", args.files, args.fraction)

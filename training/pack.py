@@ -296,15 +296,20 @@ def pack(config: PackConfig) -> dict[str, Any]:
 
     def flush(batch: list[str], first: int) -> int:
         nonlocal fallback
-        encoding = tokenizer(
-            batch,
-            add_special_tokens=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-            return_offsets_mapping=with_starts,
-        )
+        if with_starts:
+            encoding = tokenizer(
+                batch,
+                add_special_tokens=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+                return_offsets_mapping=True,
+            )
+            all_ids = encoding["input_ids"]
+        else:  # the same ids without offsets: the backend's batch API ~1.4x faster
+            fast = tokenizer.backend_tokenizer.encode_batch_fast(batch, add_special_tokens=False)
+            all_ids = [e.ids for e in fast]
         blank = 0
-        for offset, token_ids in enumerate(encoding["input_ids"]):
+        for offset, token_ids in enumerate(all_ids):
             if not token_ids:
                 blank += 1
                 continue
