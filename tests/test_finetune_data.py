@@ -252,7 +252,9 @@ def test_nsmc_sentiment_reader(tmp_path):
     from kplm.finetune.data import load_task_file
 
     path = tmp_path / "sentiment.jsonl"
-    path.write_text('{"text": "정말 재밌어요", "label": 1}\n\n{"text": "지루했다", "label": 0}\n', encoding="utf-8")
+    path.write_text(
+        '{"text": "정말 재밌어요", "label": 1}\n\n{"text": "지루했다", "label": 0}\n', encoding="utf-8"
+    )
     assert load_task_file("nsmc", path) == [
         {"text_a": "정말 재밌어요", "text_b": None, "label": "positive"},
         {"text_a": "지루했다", "text_b": None, "label": "negative"},
