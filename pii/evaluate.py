@@ -28,13 +28,14 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from tqdm import tqdm
 
 from kplm.errors import KplmError
 from kplm.pii.detect import PII_TYPES, check_person, detect
 from kplm.pii.evalset import NEGATIVES, POSITIVES
+from kplm.pii.person_mecab import PersonMode
 
 KLUE_NER = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "klue" / "klue-ner-v1.1_dev.tsv"
 
@@ -55,7 +56,7 @@ class PiiEvalConfig:
     min_score: float = field(
         default=0.5, metadata={"help": "detections scoring below this are ignored (0-1)"}
     )
-    person: Literal["context", "mecab", "crf"] = field(
+    person: PersonMode = field(
         default="context",
         metadata={
             "help": "PERSON detector: context (names before 씨/기자/교수 …), mecab (+ MeCab-ko NNP 인명) "

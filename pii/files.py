@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from kplm.errors import KplmError
 from kplm.pii.detect import check_person, check_types, detect
+from kplm.pii.person_mecab import PersonMode
 from kplm.pii.scrub import POLICIES, scrub
 from kplm.pii.surrogate import Surrogator
 
@@ -58,7 +59,7 @@ class PiiFileConfig:
         default=None,
         metadata={"help": "PII types to look for, e.g. PHONE EMAIL RRN (default: all detectable types)"},
     )
-    person: Literal["context", "mecab", "crf"] = field(
+    person: PersonMode = field(
         default="context",
         metadata={
             "help": "PERSON detector: context = names before a title (씨, 기자, 교수 …), fast; "

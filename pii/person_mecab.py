@@ -12,9 +12,12 @@ option still pickle for multi-process executors.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from kplm.pii.recognizers import Candidate
 
-PERSON_MODES: tuple[str, ...] = ("context", "mecab", "crf")  # crf: kplm.pii.person_crf
+PersonMode = Literal["context", "mecab", "crf"]  # crf: kplm.pii.person_crf
+PERSON_MODES: tuple[str, ...] = get_args(PersonMode)
 MECAB_SCORE = 0.65  # a dictionary/CRF guess: above the default threshold, below checksummed IDs
 
 _tagger = None

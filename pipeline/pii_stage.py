@@ -21,6 +21,7 @@ from kplm.config import fingerprint
 from kplm.corpus.clean import run_executor, shard_writer
 from kplm.corpus.readers import ShardFileReader
 from kplm.corpus.shards import shard_files
+from kplm.pii.person_mecab import PersonMode
 from kplm.records import is_complete, write_json_atomic, write_record
 
 STAGE = "pii.scrub_corpus"
@@ -39,7 +40,7 @@ class PiiStageConfig:
         },
     )
     min_score: float = field(default=0.5, metadata={"help": "minimum detection confidence"})
-    person: Literal["context", "mecab", "crf"] = field(
+    person: PersonMode = field(
         default="context",
         metadata={
             "help": "PERSON names: context (title words like 씨/기자; fast), mecab (MeCab-ko name tags; ~8x "
