@@ -55,6 +55,13 @@ class EvaluateConfig:
     )
     split_ratio: float = field(default=0.8, metadata={"help": "train share when a task's only file is split"})
     epochs: float | None = field(default=None, metadata={"help": "epochs for every task (default: presets)"})
+    lr: float | None = field(
+        default=None,
+        metadata={"help": "learning rate for every task (default: presets, tuned for base-size models)"},
+    )
+    batch_size: int | None = field(
+        default=None, metadata={"help": "batch size for every task (default: presets)"}
+    )
     max_train_examples: int | None = field(
         default=None, metadata={"help": "cap on training examples per task"}
     )
@@ -88,6 +95,10 @@ class EvaluateConfig:
             raise ValueError("tasks: a task is listed twice")
         if not 0 < self.split_ratio < 1:
             raise ValueError("split_ratio: must be between 0 and 1")
+        if self.lr is not None and not self.lr > 0:
+            raise ValueError(f"lr: must be positive, got {self.lr}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"batch_size: must be at least 1, got {self.batch_size}")
 
 
 def task_config(config: EvaluateConfig, task: str) -> FinetuneConfig:
@@ -106,6 +117,8 @@ def task_config(config: EvaluateConfig, task: str) -> FinetuneConfig:
         output=Path(config.output) / task,
         split_ratio=config.split_ratio,
         epochs=config.epochs,
+        lr=config.lr,
+        batch_size=config.batch_size,
         max_train_examples=config.max_train_examples,
         max_eval_examples=config.max_eval_examples,
         seed=config.seed,

@@ -230,3 +230,25 @@ def test_evaluate_checks_tasks_and_files_first(tmp_path):
     with pytest.raises(KplmError, match="klue-mrc: data file not found: .*klue-mrc-v1.1_train.json"):
         evaluate(config)
     assert not (tmp_path / "o").exists()
+
+
+def test_evaluate_overrides_reach_every_task_and_are_checked(tmp_path):
+    from kplm.finetune.suite import EvaluateConfig, task_config
+
+    config = EvaluateConfig(
+        model=tmp_path,
+        output=tmp_path / "o",
+        data_dir=DATA,
+        tasks=["korsts", "klue-nli"],
+        lr=3e-4,
+        batch_size=8,
+    )
+    for task in config.tasks:
+        assert (task_config(config, task).lr, task_config(config, task).batch_size) == (3e-4, 8)
+    assert task_config(EvaluateConfig(model=tmp_path, output=tmp_path, data_dir=DATA), "korsts").lr is None
+    for field, value, message in (
+        ("lr", 0, "lr: must be positive"),
+        ("batch_size", 0, "batch_size: must be at"),
+    ):
+        with pytest.raises(KplmError, match=message):
+            build(EvaluateConfig, {"model": "m", "output": "o", "data_dir": "d", field: value})

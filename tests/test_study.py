@@ -190,3 +190,33 @@ def test_a_bad_arm_is_refused_before_anything_runs(tmp_path, capsys):
     assert main(["study", str(path)]) == 2
     assert "arms.plain_bpe: tokenizer.vocab_size: expected an integer" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # refused before the NSMC split or any stage ran
+
+
+def _write_pack(folder: Path, train: list[list[int]], valid: list[list[int]], vocab: int) -> None:
+    import numpy as np
+
+    folder.mkdir(parents=True)
+    meta = {"vocab_size": vocab, "special_ids": {"pad": 0, "cls": 1, "sep": 2, "all": [0, 1, 2]}}
+    (folder / "pack_meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    np.save(folder / "train.npy", np.array(train, dtype=np.uint16))
+    np.save(folder / "valid.npy", np.array(valid, dtype=np.uint16))
+
+
+def test_context_free_baselines_separate_frequency_from_context(tmp_path):
+    """Tokens 3..10 cycle in a fixed order: equally frequent (unigram = log 8) and each fully predicted by its
+    left neighbour (bigram = -log(0.9 + 0.1/8)); specials and padding are not scored."""
+    import math
+
+    from kplm.pipeline.study_report import context_free_baselines
+
+    cycle = [3 + i % 8 for i in range(16)]
+    _write_pack(tmp_path / "pack", [[1, *cycle, 2, 0]] * 50, [[1, *cycle[3:], 2, 0, 0, 0]] * 2, vocab=11)
+    got = context_free_baselines(tmp_path / "pack")
+    # add-one smoothing over the 8 ordinary tokens leaves the unigram uniform
+    assert got["unigram"] == pytest.approx(math.log(8), abs=1e-9)
+    assert got["bigram"] == pytest.approx(-math.log(0.9 + 0.1 / 8), abs=1e-9)
+    # a shuffled valid order breaks the left-neighbour rule: the bigram reference rises above the unigram
+    _write_pack(tmp_path / "shuffled", [[1, *cycle, 2, 0]] * 50, [[1, 3, 5, 7, 9, 4, 6, 8, 10, 2]], vocab=11)
+    shuffled = context_free_baselines(tmp_path / "shuffled")
+    assert shuffled["bigram"] > shuffled["unigram"] == pytest.approx(math.log(8), abs=1e-9)
+    assert context_free_baselines(tmp_path / "missing") is None
