@@ -4,7 +4,8 @@ The stage is a chain of datatrove pipelines (per-rank steps, then global duplica
 filter steps, see :func:`kplm.corpus.clean.plan_stages`). :class:`ExecutorSettings` (part of the ``corpus:``
 config) picks how the same chain runs:
 
-- ``local``: datatrove's ``LocalPipelineExecutor``, one pipeline after the other, ``workers`` processes each;
+- ``local``: one pipeline after the other, ``workers`` processes each, on one process pool kept for the whole
+  chain (:class:`~kplm.corpus.local_chain.LocalChain`, datatrove's per-rank machinery);
 - ``ray``: datatrove's ``RayPipelineExecutor``, one pipeline after the other on a Ray cluster (``ray_address``)
   or a Ray instance started on this machine; a pipeline with failed ranks stops the chain with a clear error;
 - ``slurm``: datatrove's ``SlurmPipelineExecutor``, one job array per pipeline, each depending (``afterok``)
@@ -33,6 +34,7 @@ from typing import Any, Literal
 
 from datatrove.executor import LocalPipelineExecutor
 
+from kplm.corpus.local_chain import LocalChain
 from kplm.errors import KplmError
 
 _SLURM_TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$")
@@ -155,13 +157,26 @@ def run_chain(
     """
     if settings.executor == "slurm":
         return submit_slurm(stages, logs, settings)
-    with ray_session(settings, logs) if settings.executor == "ray" else contextlib.nullcontext():
-        for name, pipeline, tasks in stages:
-            workers = min(concurrency(settings, tasks), tasks)
-            if settings.executor == "ray":
+    if settings.executor == "ray":
+        with ray_session(settings, logs):
+            for name, pipeline, tasks in stages:
+                workers = min(concurrency(settings, tasks), tasks)
                 run_ray(pipeline, logs / name, tasks=tasks, workers=workers, settings=settings, what=what)
-            else:
-                run_executor(pipeline, logs / name, tasks=tasks, workers=workers, what=what)
+        return None
+    most = max((min(concurrency(settings, tasks), tasks) for _, _, tasks in stages), default=1)
+    with LocalChain(most) as chain:
+        for name, pipeline, tasks in stages:
+            log = logs / name / "executor.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                # datatrove logs each task and a stats table to stderr: keep them in the work folder instead;
+                # pool processes started here keep writing to this first log
+                with stderr_to(log):
+                    chain.run(pipeline, logs / name, tasks=tasks, workers=concurrency(settings, tasks))
+            except KplmError:
+                raise
+            except Exception as e:  # a rank's failure surfaces here: name the log that has the traceback
+                raise KplmError(f"{what} failed ({type(e).__name__}: {e}); see {log.parent}/logs") from e
     return None
 
 
