@@ -220,3 +220,15 @@ def test_context_free_baselines_separate_frequency_from_context(tmp_path):
     shuffled = context_free_baselines(tmp_path / "shuffled")
     assert shuffled["bigram"] > shuffled["unigram"] == pytest.approx(math.log(8), abs=1e-9)
     assert context_free_baselines(tmp_path / "missing") is None
+
+
+def test_report_takes_a_reused_steps_time_from_its_record(tmp_path):
+    """A rerun of a study skips finished steps (~0 s); the report shows how long each step took when it ran."""
+    from kplm.pipeline.study_report import stage_seconds
+
+    (tmp_path / "arm" / "packed").mkdir(parents=True)
+    (tmp_path / "arm" / "packed" / "kplm_record.json").write_text(
+        json.dumps({"seconds": 25.9}), encoding="utf-8"
+    )
+    assert stage_seconds(tmp_path, "arm", "pack", {"seconds": 0.0, "skipped": True}) == 25.9
+    assert stage_seconds(tmp_path, "arm", "pretrain", {"seconds": 3.5}) == 3.5  # no record: this run's time
