@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from datatrove.executor import LocalPipelineExecutor
-
 from kplm.corpus.local_chain import LocalChain
 from kplm.errors import KplmError
 
@@ -166,17 +164,9 @@ def run_chain(
     most = max((min(concurrency(settings, tasks), tasks) for _, _, tasks in stages), default=1)
     with LocalChain(most) as chain:
         for name, pipeline, tasks in stages:
-            log = logs / name / "executor.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                # datatrove logs each task and a stats table to stderr: keep them in the work folder instead;
-                # pool processes started here keep writing to this first log
-                with stderr_to(log):
-                    chain.run(pipeline, logs / name, tasks=tasks, workers=concurrency(settings, tasks))
-            except KplmError:
-                raise
-            except Exception as e:  # a rank's failure surfaces here: name the log that has the traceback
-                raise KplmError(f"{what} failed ({type(e).__name__}: {e}); see {log.parent}/logs") from e
+            run_logged(
+                chain, pipeline, logs / name, tasks=tasks, workers=concurrency(settings, tasks), what=what
+            )
     return None
 
 
@@ -191,21 +181,24 @@ def concurrency(settings: ExecutorSettings, tasks: int) -> int:
 def run_executor(
     pipeline: list, logging_dir: Path, *, tasks: int, workers: int, what: str = "corpus cleaning"
 ) -> None:
-    """Run a datatrove pipeline on the local executor, its logs kept in ``logging_dir``."""
-    if workers > 1:
-        _preload_forkserver()
-    executor = LocalPipelineExecutor(
-        pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=str(logging_dir)
-    )
+    """Run one datatrove pipeline on this machine with ``workers`` processes, its logs kept in ``logging_dir``."""
+    with LocalChain(max(1, workers)) as chain:
+        run_logged(chain, pipeline, logging_dir, tasks=tasks, workers=workers, what=what)
+
+
+def run_logged(
+    chain: LocalChain, pipeline: list, logging_dir: Path, *, tasks: int, workers: int, what: str
+) -> None:
+    """``chain.run`` with datatrove's stderr output in ``logging_dir/executor.log`` (pool processes started
+    here keep writing to this first log) and a rank's failure raised as a :class:`KplmError` naming the logs."""
     logging_dir.mkdir(parents=True, exist_ok=True)
     try:
-        # datatrove logs each task and a stats table to stderr: keep them in the work folder instead.
         with stderr_to(logging_dir / "executor.log"):
-            executor.run()
+            chain.run(pipeline, logging_dir, tasks=tasks, workers=workers)
     except KplmError:
         raise
-    except Exception as e:  # a worker failure surfaces here: name the log that has the traceback
-        raise KplmError(f"{what} failed ({type(e).__name__}: {e}); see {logging_dir}/executor.log") from e
+    except Exception as e:  # the traceback is in the rank's task log
+        raise KplmError(f"{what} failed ({type(e).__name__}: {e}); see {logging_dir}/logs") from e
 
 
 def ray_executor(
@@ -249,17 +242,6 @@ def ray_session(settings: ExecutorSettings, logs: Path) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
-
-
-def _preload_forkserver() -> None:
-    """Datatrove's local executor starts its worker pools from a forkserver; have that server import the
-    cleaning stage (datatrove, pyarrow, kplm) once, so every worker of every pipeline is forked with those
-    modules loaded instead of importing them again (~1 s of CPU per worker). No effect once the server runs."""
-    import multiprocess
-
-    if os.environ.get("KPLM_NO_FORKSERVER_PRELOAD"):
-        return
-    multiprocess.set_forkserver_preload(["kplm.corpus.clean"])
 
 
 def _local_ray_cpus(settings: ExecutorSettings) -> int:

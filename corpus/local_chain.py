@@ -15,6 +15,7 @@ executor gives (tested byte for byte).
 from __future__ import annotations
 
 import copy
+import os
 import queue
 from pathlib import Path
 from typing import Any
@@ -67,12 +68,10 @@ class LocalChain:
         self._pool = self._manager = None
 
     def start_workers(self) -> None:
-        """Start the forkserver, the Manager and the pool now (without blocking on the forkserver's imports),
-        so they get ready while the caller plans its pipelines."""
+        """Start the Manager and the pool of ``workers - 1`` processes (forked from a forkserver that has
+        imported :data:`PRELOAD` once, unless ``KPLM_NO_FORKSERVER_PRELOAD`` is set); no-op once started."""
         if self.workers == 1 or self._pool is not None:
             return
-        import os
-
         import multiprocess
 
         context = multiprocess.get_context("forkserver")

@@ -35,17 +35,20 @@ def _esc(text: str) -> str:
 
 
 def loss_curves(out: Path, arms: list[str]) -> dict[str, dict[str, list[tuple[int, float]]]]:
-    """Per arm: ``train`` and ``eval`` (step, loss) series from its ``pretrain/metrics.jsonl``."""
+    """Per arm: ``train`` and ``eval`` (step, loss) and ``tokens_per_s`` (step, rate) series from its
+    ``pretrain/metrics.jsonl``."""
     curves: dict[str, dict[str, list[tuple[int, float]]]] = {}
     for arm in arms:
         path = out / arm / "pretrain" / "metrics.jsonl"
         if not path.is_file():
             continue
-        series: dict[str, list[tuple[int, float]]] = {"train": [], "eval": []}
+        series: dict[str, list[tuple[int, float]]] = {"train": [], "eval": [], "tokens_per_s": []}
         for line in path.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             if row.get("kind") == "train" and "loss" in row:
                 series["train"].append((int(row["step"]), float(row["loss"])))
+                if row.get("tokens_per_s"):
+                    series["tokens_per_s"].append((int(row["step"]), float(row["tokens_per_s"])))
             elif row.get("kind") == "eval" and "valid_loss" in row:
                 series["eval"].append((int(row["step"]), float(row["valid_loss"])))
         curves[arm] = {
@@ -69,27 +72,12 @@ def stage_seconds(out: Path, arm: str, stage: str, timing: dict[str, Any]) -> fl
     return float(timing["seconds"])
 
 
-def pretrain_facts(out: Path, arm: str) -> dict[str, Any]:
-    """Tokens seen and mean throughput of an arm's pretraining, from its resolved ``pretrain.yaml`` and
-    ``metrics.jsonl``; the unigram baseline of its packed data."""
-    import yaml
-
-    facts: dict[str, Any] = {"baselines": context_free_baselines(out / arm / "packed")}
-    config_path, metrics_path = (
-        out / arm / "pretrain" / "pretrain.yaml",
-        out / arm / "pretrain" / "metrics.jsonl",
-    )
-    if config_path.is_file():
-        c = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-        facts["tokens"] = c["max_steps"] * c["micro_batch_size"] * c.get("grad_accum", 1) * c["seq_len"]
-    if metrics_path.is_file():
-        rates = [
-            r["tokens_per_s"]
-            for r in map(json.loads, metrics_path.read_text(encoding="utf-8").splitlines())
-            if r.get("kind") == "train" and r.get("tokens_per_s")
-        ]
-        facts["tokens_per_s"] = statistics.fmean(rates) if rates else None
-    return facts
+def tokens_seen(out: Path, arm: str) -> int | None:
+    """Training tokens of an arm's pretraining, from its record (None before it finished)."""
+    record = out / arm / "pretrain" / "kplm_record.json"
+    if not record.is_file():
+        return None
+    return json.loads(record.read_text(encoding="utf-8")).get("counts", {}).get("tokens_seen")
 
 
 def line_chart_svg(title: str, series: dict[str, list[tuple[int, float]]], y_label: str) -> str:
@@ -296,12 +284,12 @@ def write_report(out: Path, summary: dict[str, Any], config: Any) -> None:
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for arm, c in curves.items():
-            facts = pretrain_facts(out, arm)
+            tokens, rates = tokens_seen(out, arm), [r for _, r in c["tokens_per_s"]]
             held_last = c["eval"][-1][1] if c["eval"] else None
-            baselines = facts.get("baselines") or {}
+            baselines = context_free_baselines(out / arm / "packed") or {}
             cells = [
-                f"{facts['tokens'] / 1e6:.2f} M" if facts.get("tokens") else "–",
-                f"{facts['tokens_per_s']:,.0f}" if facts.get("tokens_per_s") else "–",
+                f"{tokens / 1e6:.2f} M" if tokens else "–",
+                f"{statistics.fmean(rates):,.0f}" if rates else "–",
                 f"{c['train'][-1][1]:.3f}",
                 "–" if held_last is None else f"{held_last:.3f}",
                 f"{baselines['unigram']:.3f}" if baselines else "–",
