@@ -180,7 +180,7 @@ def model_card(
     klue_results: dict[str, Any] | None = None,
 ) -> str:
     """README.md of an exported model, from the checkpoint state and the upstream stage records."""
-    arch = "RoBERTa" if hf_config.model_type == "roberta" else "BERT"
+    arch = {"roberta": "RoBERTa", "modernbert": "ModernBERT"}.get(hf_config.model_type, "BERT")
     mask = tokenizer.mask_token
     lines = [
         "---",

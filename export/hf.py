@@ -99,7 +99,7 @@ def _embedding_rows(tag: Path) -> int:
 
     with safe_open(str(tag / WEIGHTS_NAME), framework="pt") as f:
         for key in f.keys():  # noqa: SIM118 - safe_open has no __iter__
-            if key.endswith("embeddings.word_embeddings.weight"):
+            if key.endswith(("embeddings.word_embeddings.weight", "embeddings.tok_embeddings.weight")):
                 return int(f.get_slice(key).get_shape()[0])
     raise KplmError(f"{tag / WEIGHTS_NAME}: no word embedding found")
 

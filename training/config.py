@@ -29,9 +29,12 @@ SIZE_PRESETS: dict[str, tuple[int, int, int, int]] = {
 class ModelConfig:
     """The encoder: an architecture, a size preset and optional overrides of the preset's shape."""
 
-    arch: Literal["bert", "roberta"] = field(
+    arch: Literal["bert", "roberta", "modernbert"] = field(
         default="roberta",
-        metadata={"help": "bert (token types, post-LN BERT) or roberta (RoBERTa position scheme)"},
+        metadata={
+            "help": "bert (token types, post-LN BERT), roberta (RoBERTa position scheme) or modernbert "
+            "(pre-LN, rotary positions, GeGLU; leaves the masked-LM loss plateau far sooner at small scale)"
+        },
     )
     size: Literal["tiny", "mini", "small", "base", "large"] = field(
         default="base", metadata={"help": "shape preset (tiny/mini for CPU; small/base/large as KLUE)"}
@@ -43,7 +46,10 @@ class ModelConfig:
     dropout: float = field(default=0.1, metadata={"help": "hidden and attention dropout probability"})
     max_position: int | None = field(
         default=None,
-        metadata={"help": "position embeddings (default: seq_len, plus pad id + 1 for RoBERTa)"},
+        metadata={
+            "help": "position embeddings (default: seq_len, plus pad id + 1 for RoBERTa; for modernbert the "
+            "longest sequence its rotary positions are prepared for)"
+        },
     )
 
     def __post_init__(self) -> None:

@@ -1,8 +1,9 @@
-"""The masked-LM models: Hugging Face BERT/RoBERTa built from a config (never downloaded), and a loss
-wrapper that runs the vocabulary projection only on the masked positions.
+"""The masked-LM models: Hugging Face BERT/RoBERTa/ModernBERT built from a config (never downloaded), and a
+loss wrapper that runs the vocabulary projection only on the masked positions.
 
 The wrapper is what DeepSpeed trains; ``wrapper.mlm`` is the plain ``BertForMaskedLM`` /
-``RobertaForMaskedLM`` whose weights are saved and exported, so checkpoints load into stock transformers.
+``RobertaForMaskedLM`` / ``ModernBertForMaskedLM`` whose weights are saved and exported, so checkpoints
+load into stock transformers.
 """
 
 from __future__ import annotations
@@ -18,10 +19,34 @@ from kplm.training.data import IGNORE_INDEX
 
 
 def hf_config(model: ModelConfig, *, vocab_size: int, seq_len: int, ids: dict[str, Any]) -> Any:
-    """The transformers config of the encoder; RoBERTa gets ``pad_id + 1`` extra positions (its scheme)."""
-    from transformers import BertConfig, RobertaConfig
+    """The transformers config of the encoder; RoBERTa gets ``pad_id + 1`` extra positions (its scheme).
+
+    ModernBERT (pre-LN, rotary positions, GeGLU feed-forward of ``ffn`` units, no biases) is built with
+    global attention in every layer: its alternating 128-token local windows only save work on sequences
+    far longer than the 128–512 tokens encoders are pretrained on here.
+    """
+    from transformers import BertConfig, ModernBertConfig, RobertaConfig
 
     layers, hidden, heads, ffn = model.shape()
+    if model.arch == "modernbert":
+        return ModernBertConfig(
+            vocab_size=vocab_size,
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            intermediate_size=ffn,
+            max_position_embeddings=max(model.max_position or 0, seq_len),
+            layer_types=["full_attention"] * layers,
+            embedding_dropout=model.dropout,
+            attention_dropout=model.dropout,
+            mlp_dropout=model.dropout,
+            pad_token_id=ids["pad"],
+            bos_token_id=ids["cls"],
+            eos_token_id=ids["sep"],
+            cls_token_id=ids["cls"],
+            sep_token_id=ids["sep"],
+            attn_implementation="sdpa",
+        )
     common = {
         "vocab_size": vocab_size,
         "hidden_size": hidden,
@@ -52,17 +77,21 @@ def hf_config(model: ModelConfig, *, vocab_size: int, seq_len: int, ids: dict[st
 
 
 def build_mlm(config: Any) -> nn.Module:
-    """A freshly initialised ``BertForMaskedLM`` or ``RobertaForMaskedLM`` for ``config`` (SDPA attention)."""
-    from transformers import BertForMaskedLM, RobertaForMaskedLM
+    """A freshly initialised masked LM (BERT, RoBERTa or ModernBERT) for ``config`` (SDPA attention)."""
+    from transformers import BertForMaskedLM, ModernBertForMaskedLM, RobertaForMaskedLM
 
-    cls = RobertaForMaskedLM if config.model_type == "roberta" else BertForMaskedLM
+    classes = {"roberta": RobertaForMaskedLM, "modernbert": ModernBertForMaskedLM}
     config._attn_implementation = "sdpa"
-    return cls(config)
+    return classes.get(config.model_type, BertForMaskedLM)(config)
 
 
-def mlm_head(mlm: nn.Module) -> nn.Module:
-    """The prediction head (transform + tied decoder) of a BERT or RoBERTa masked LM."""
-    return mlm.lm_head if hasattr(mlm, "lm_head") else mlm.cls
+def mlm_logits(mlm: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """Vocabulary logits of the prediction head (transform + tied decoder) for the given hidden states."""
+    if hasattr(mlm, "lm_head"):  # RoBERTa
+        return mlm.lm_head(hidden)
+    if hasattr(mlm, "cls"):  # BERT
+        return mlm.cls(hidden)
+    return mlm.decoder(mlm.head(hidden))  # ModernBERT
 
 
 class SparseMLMLoss(nn.Module):
@@ -81,7 +110,7 @@ class SparseMLMLoss(nn.Module):
     ) -> torch.Tensor:
         hidden = self.mlm.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         chosen = labels != IGNORE_INDEX
-        logits = mlm_head(self.mlm)(hidden[chosen])
+        logits = mlm_logits(self.mlm, hidden[chosen])
         total = F.cross_entropy(logits.float(), labels[chosen], reduction="sum")
         return total / chosen.sum().clamp(min=1)
 
@@ -106,8 +135,13 @@ def count_params(model: nn.Module) -> int:
 
 def flops_per_token(config: Any, params: int, seq_len: int, mask_prob: float) -> float:
     """Training FLOPs per token: 6 × matmul parameters (the vocab projection only on masked tokens)
-    plus attention scores and values (12 × layers × hidden × seq_len), as in PaLM's MFU."""
+    plus attention scores and values (12 × layers × hidden × seq_len), as in PaLM's MFU. Embedding
+    lookups are not matmuls: token, learned position and token-type tables are left out (ModernBERT's
+    rotary positions have no table)."""
     hidden, vocab = config.hidden_size, config.vocab_size
-    embeddings = (vocab + config.max_position_embeddings + config.type_vocab_size) * hidden
+    if config.model_type == "modernbert":
+        embeddings = vocab * hidden
+    else:
+        embeddings = (vocab + config.max_position_embeddings + config.type_vocab_size) * hidden
     dense = params - embeddings
     return 6.0 * (dense + mask_prob * vocab * hidden) + 12.0 * config.num_hidden_layers * hidden * seq_len
