@@ -38,7 +38,7 @@ from kplm.corpus.exact_dedup import FastExactDedupFilter, FastExactDedupSignatur
 from kplm.corpus.executors import ExecutorSettings, run_chain, run_executor, stderr_to
 from kplm.corpus.normalize import DEFAULT_RULES, KNOWN_RULES, Normalizer
 from kplm.corpus.readers import ShardFileReader, SourceReader, resolve_input_files
-from kplm.corpus.report import reconcile, write_report
+from kplm.corpus.report import KeptStats, reconcile, write_report
 from kplm.corpus.sentences import MinSentenceChars
 from kplm.corpus.shard_writer import shard_writer
 from kplm.records import is_complete, write_json_atomic, write_record
@@ -361,7 +361,8 @@ def plan_stages(
             for i, (name, steps, n) in enumerate(global_steps)
         ]
         current = [ShardFileReader(str(handoff)), filter_step]
-    stages.append((f"{len(stages) + 1}_write", [*current, shard_writer(out, "part-${rank}.parquet")], ranks))
+    final = [*current, KeptStats(str(work / "counts")), shard_writer(out, "part-${rank}.parquet")]
+    stages.append((f"{len(stages) + 1}_write", final, ranks))
     return stages
 
 

@@ -4,6 +4,7 @@ import gzip
 import itertools
 import json
 import unicodedata
+from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
@@ -123,6 +124,15 @@ def test_real_reviews_reconcile_and_shards_agree(nsmc_files, tmp_path):
     assert len(set(keys_one)) == len(keys_one)
     assert all(unicodedata.is_normalized("NFC", t) for t in texts_one)
     assert len(list((tmp_path / "two").glob("part-*.parquet"))) == 3
+    # the per-rank kept statistics agree with the written documents, for 1 and 3 shards
+    for counts, folder in ((one, tmp_path / "one"), (two, tmp_path / "two")):
+        docs = list(iter_documents(folder))
+        histogram = counts["kept_length_histogram"]
+        assert sum(histogram.values()) == counts["kept"] == len(docs)
+        assert histogram["20-49"] == sum(20 <= len(d["text"]) < 50 for d in docs)
+        assert histogram["0-19"] == sum(len(d["text"]) < 20 for d in docs)
+        assert counts["kept_by_source"] == dict(sorted(Counter(d["source"] for d in docs).items()))
+    assert set(one["kept_by_source"]) == {"a", "b", "c"}
 
 
 def test_rerun_is_a_noop_and_config_change_redoes(nsmc_files, tmp_path):
