@@ -342,19 +342,37 @@ def load_task_file(task: str, path: Path) -> list[Example]:
     return examples
 
 
+#: tasks whose examples share a premise (one hypothesis per label): a split keeps a premise's examples together
+GROUPED_SPLITS = {"klue-nli": "text_a", "kornli": "text_a"}
+
+
 def split_examples(
-    examples: list[Example], name: str, ratio: float, seed: int
+    examples: list[Example], name: str, ratio: float, seed: int, group_by: str | None = None
 ) -> tuple[list[Example], list[Example], str, str]:
-    """Shuffle with ``seed`` and cut at ``ratio``: ``(train, eval, train_name, eval_name)``."""
+    """Shuffle with ``seed`` and cut at ``ratio``: ``(train, eval, train_name, eval_name)``.
+
+    With ``group_by`` (a field, e.g. the NLI premise ``text_a``) whole groups are shuffled and cut, so no group
+    has examples on both sides. KLUE-NLI gives each premise one hypothesis per label: split by example, a
+    scored example's premise is almost always in training with the *other* labels, and a model that leans on
+    the premise scores below chance.
+    """
     if not 0 < ratio < 1:
         raise KplmError(f"split_ratio: must be between 0 and 1, got {ratio}")
-    order = list(range(len(examples)))
-    random.Random(seed).shuffle(order)
-    cut = round(len(order) * ratio)
+    groups: dict[Any, list[int]] = {}
+    for i, example in enumerate(examples):
+        groups.setdefault(example[group_by] if group_by else i, []).append(i)
+    keys = list(groups)
+    random.Random(seed).shuffle(keys)
+    order = [i for key in keys for i in groups[key]]
+    target, cut = round(len(order) * ratio), 0
+    for key in keys:  # whole groups until the train part holds at least ``ratio`` of the examples
+        if cut >= target:
+            break
+        cut += len(groups[key])
     if cut == 0 or cut == len(order):
         raise KplmError(f"{name}: {len(order)} examples are too few to split at {ratio:.0%}")
     pct = f"{ratio * 100:g}%"
-    tag = f"shuffled seed {seed}"
+    tag = f"shuffled seed {seed}" + (f", grouped by {group_by}" if group_by else "")
     return (
         [examples[i] for i in order[:cut]],
         [examples[i] for i in order[cut:]],

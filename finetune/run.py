@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from kplm.config import fingerprint
 from kplm.errors import KplmError
-from kplm.finetune.data import load_task_file, split_examples
+from kplm.finetune.data import GROUPED_SPLITS, load_task_file, split_examples
 from kplm.finetune.presets import preset
 from kplm.finetune.report import write_results
 from kplm.records import is_complete, write_record
@@ -163,7 +163,8 @@ class FinetuneConfig:
 def _read_splits(config: FinetuneConfig) -> tuple[list, list, str, str]:
     if config.split_of is not None:
         examples = load_task_file(config.task, config.split_of)
-        return split_examples(examples, Path(config.split_of).stem, config.split_ratio, config.seed)
+        group = GROUPED_SPLITS.get(config.task)
+        return split_examples(examples, Path(config.split_of).stem, config.split_ratio, config.seed, group)
     train = load_task_file(config.task, config.train_file)
     dev = load_task_file(config.task, config.eval_file)
     return train, dev, Path(config.train_file).stem, Path(config.eval_file).stem

@@ -119,6 +119,22 @@ def test_split_is_deterministic_disjoint_and_named():
         data.split_examples(examples[:1], "x", 0.8, seed=7)
 
 
+def test_nli_split_keeps_each_premise_on_one_side():
+    examples = data.load_task_file("klue-nli", DATA / "klue" / "klue-nli-v1.1_dev.json")
+    train, dev, train_name, dev_name = data.split_examples(examples, "klue-nli-v1.1_dev", 0.8, 1, "text_a")
+    assert len(train) + len(dev) == len(examples) and 0.79 < len(train) / len(examples) < 0.81
+    assert {e["text_a"] for e in train}.isdisjoint({e["text_a"] for e in dev})
+    assert train_name == "klue-nli-v1.1_dev[:80%] (shuffled seed 1, grouped by text_a)"
+    # split by example, nearly every scored premise is in training, always with the other labels
+    plain_train, plain_dev, _, _ = data.split_examples(examples, "x", 0.8, 1)
+    seen: dict[str, set] = {}
+    for e in plain_train:
+        seen.setdefault(e["text_a"], set()).add(e["label"])
+    shared = [e for e in plain_dev if e["text_a"] in seen]
+    assert len(shared) > 0.8 * len(plain_dev)
+    assert all(e["label"] not in seen[e["text_a"]] for e in shared)
+
+
 def test_results_table_in_klue_order():
     results = [
         {

@@ -35,8 +35,8 @@ def test_nli_split_of_dev_file_writes_named_results(tiny_model, tmp_path):
             threads=1,
         )
     )
-    assert result["train_split"] == "klue-nli-v1.1_dev[:80%] (shuffled seed 42) first 64"
-    assert result["eval_split"] == "klue-nli-v1.1_dev[80%:] (shuffled seed 42) first 48"
+    assert result["train_split"] == "klue-nli-v1.1_dev[:80%] (shuffled seed 42, grouped by text_a) first 64"
+    assert result["eval_split"] == "klue-nli-v1.1_dev[80%:] (shuffled seed 42, grouped by text_a) first 48"
     assert result["hyperparameters"]["lr"] == 5e-5 and result["hyperparameters"]["max_length"] == 128
     assert 0.0 <= result["metrics"]["accuracy"] <= 100.0
     saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
