@@ -44,7 +44,7 @@ class KeptStats(PipelineStep):
             by_source[str(doc.metadata.get("source", ""))] += 1  # as the shard writer stores it
             lengths[bisect.bisect_right(LENGTH_BINS, len(doc.text)) - 1] += 1
             yield doc
-        stats = {"kept": sum(lengths), "by_source": dict(by_source), "lengths": lengths}
+        stats = {"by_source": dict(by_source), "lengths": lengths}
         with fsspec.open(f"{self.counts_folder}/kept_{rank:05d}.json", "w") as f:
             json.dump(stats, f)
 
