@@ -105,6 +105,8 @@ def test_two_ranks_zero3_through_launch_script(run: dict[str, Path], tmp_path: P
         ln for ln in result.stdout.splitlines() if ln.startswith("[kplm] step") and "valid_loss" not in ln
     ]
     assert len(lines) == 3 and all(LINE.match(ln) for ln in lines), lines  # rank 0 only, fixed format
+    # DeepSpeed's CPU all-reduce created a shared-memory segment per rank; none outlives the run
+    assert not list(Path("/dev/shm").glob(f"deepspeed_allreduce_buffer_*_{port}_*"))
     tag = out / "checkpoints" / "step_00000003"
     assert {p.name for p in tag.glob("zero_pp_rank_*_optim_states.pt")} == {
         "zero_pp_rank_0_mp_rank_00_optim_states.pt",

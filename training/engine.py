@@ -90,6 +90,32 @@ def prepare_environment(local_rank: int | None = None) -> None:
         torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
+def init_distributed() -> None:
+    """``deepspeed.init_distributed()``, then drop the name of this rank's CPU shared-memory segment.
+
+    On CPU with every rank on one machine, DeepSpeed's shm all-reduce creates a 67 MB POSIX shared-memory
+    segment per rank (``/dev/shm/deepspeed_allreduce_buffer_<uid>_<addr>_<port>_<rank>``) and never unlinks
+    it, so every run on a new port leaves RAM behind until reboot (320 runs here held 20 GB). Once all ranks
+    have mapped each other's segments (the barrier), the names are not needed: unlinking keeps the mappings
+    working and the kernel frees the memory when the last rank exits, even when killed.
+    """
+    import deepspeed
+    import torch.distributed as dist
+
+    deepspeed.init_distributed()
+    if has_gpu():
+        return
+    dist.barrier()
+    Path(shm_segment_path(dist.get_rank())).unlink(missing_ok=True)
+
+
+def shm_segment_path(rank: int) -> str:
+    """Where DeepSpeed's CPU all-reduce keeps ``rank``'s shared-memory segment for this job's master
+    address and port (see ``deepspeed/ops/csrc/cpu/comm/shm.cpp``)."""
+    addr, port = os.environ.get("MASTER_ADDR", ""), os.environ.get("MASTER_PORT", "")
+    return f"/dev/shm/deepspeed_allreduce_buffer_{os.getuid()}_{addr}_{port}_{rank}"
+
+
 def deepspeed_config(config: PretrainConfig, on_gpu: bool) -> dict[str, Any]:
     """The DeepSpeed JSON for ``config``, with ``config.deepspeed_config`` merged over it (user keys win)."""
     if config.precision == "fp16" and not on_gpu:

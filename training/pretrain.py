@@ -76,7 +76,6 @@ class Trainer(TrainLoop):
         from kplm.training.engine import prepare_environment
 
         prepare_environment(local_rank)
-        import deepspeed
         import torch
         import torch.distributed as dist
 
@@ -86,6 +85,7 @@ class Trainer(TrainLoop):
             deepspeed_config,
             gpu_peak_tflops,
             has_gpu,
+            init_distributed,
             initialize,
         )
         from kplm.training.metrics import MetricsLogger
@@ -97,7 +97,7 @@ class Trainer(TrainLoop):
         ds_config = deepspeed_config(cfg, on_gpu)
         if on_gpu:
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-        deepspeed.init_distributed()
+        init_distributed()
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.is_main = self.rank == 0
         ids = self.meta["special_ids"]
