@@ -177,6 +177,9 @@ def _fingerprint(config: FinetuneConfig) -> str:
     files += [Path(p) for p in (config.split_of, config.train_file, config.eval_file) if p is not None]
     stamps = {str(p): [p.stat().st_size, p.stat().st_mtime_ns] if p.is_file() else None for p in files}
     settings = {k: v for k, v in vars(config).items() if k not in ("threads", "device")}
+    if config.split_of is not None and config.task in GROUPED_SPLITS:
+        # results of the by-example split (before the grouped one existed) must not be reused
+        settings["split_rule"] = f"grouped_by_{GROUPED_SPLITS[config.task]}_v1"
     return fingerprint(settings, stamps)
 
 

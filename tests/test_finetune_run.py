@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from _finetune_fixtures import DATA, NER, NLI, STS, shared_tiny_model
 
-from kplm.config import build
+from kplm.config import build, fingerprint
 from kplm.errors import KplmError
 from kplm.finetune import data, metrics
 from kplm.finetune.run import FinetuneConfig, finetune
@@ -22,19 +22,18 @@ def tiny_model(tmp_path_factory) -> Path:
 
 def test_nli_split_of_dev_file_writes_named_results(tiny_model, tmp_path):
     out = tmp_path / "nli"
-    result = finetune(
-        FinetuneConfig(
-            model=tiny_model,
-            task="klue-nli",
-            output=out,
-            split_of=NLI,
-            max_train_examples=64,
-            max_eval_examples=48,
-            epochs=1,
-            batch_size=16,
-            threads=1,
-        )
+    config = FinetuneConfig(
+        model=tiny_model,
+        task="klue-nli",
+        output=out,
+        split_of=NLI,
+        max_train_examples=64,
+        max_eval_examples=48,
+        epochs=1,
+        batch_size=16,
+        threads=1,
     )
+    result = finetune(config)
     assert result["train_split"] == "klue-nli-v1.1_dev[:80%] (shuffled seed 42, grouped by text_a) first 64"
     assert result["eval_split"] == "klue-nli-v1.1_dev[80%:] (shuffled seed 42, grouped by text_a) first 48"
     assert result["hyperparameters"]["lr"] == 5e-5 and result["hyperparameters"]["max_length"] == 128
@@ -59,6 +58,17 @@ def test_nli_split_of_dev_file_writes_named_results(tiny_model, tmp_path):
         )
     )
     assert again == result
+    # a result finished before the grouped split (its fingerprint lacks the split rule) is redone, not reused
+    record_path = out / "kplm_record.json"
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    old = FinetuneConfig(**{**vars(config), "task": "klue-nli"})
+    settings = {k: v for k, v in vars(old).items() if k not in ("threads", "device")}
+    stamps = {str(p): [p.stat().st_size, p.stat().st_mtime_ns] if p.is_file() else None
+              for p in [Path(tiny_model) / "model.safetensors", Path(tiny_model) / "config.json", NLI]}  # fmt: skip
+    record["fingerprint"] = fingerprint(settings, stamps)
+    record_path.write_text(json.dumps(record), encoding="utf-8")
+    (out / "results.json").write_text(json.dumps({"results": [{"stale": True}]}), encoding="utf-8")
+    assert "stale" not in finetune(config)
 
 
 def test_model_learns_its_training_set(tiny_model, tmp_path):
