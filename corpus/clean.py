@@ -41,7 +41,14 @@ from kplm.corpus.readers import ShardFileReader, SourceReader, resolve_input_fil
 from kplm.corpus.report import KeptStats, reconcile, write_report
 from kplm.corpus.sentences import MinSentenceChars
 from kplm.corpus.shard_writer import shard_writer
-from kplm.records import is_complete, write_json_atomic, write_record
+from kplm.records import (
+    content_digests,
+    content_identity,
+    is_complete,
+    previous_inputs,
+    write_json_atomic,
+    write_record,
+)
 
 STAGE = "corpus.clean"
 # run_executor and shard_writer are imported from here by the pipeline's PII stage and the benchmarks
@@ -207,20 +214,18 @@ def quality_filters(config: CleanConfig, excluded: Path) -> filters.QualityFilte
 EXECUTION_ONLY = frozenset(f.name for f in fields(ExecutorSettings)) - {"tasks"}
 
 
-def input_fingerprint(config: CleanConfig, files: list[str]) -> str:
-    """Config plus the identity (path, size, mtime) of every input (and benchmark) file.
+def input_fingerprint(
+    config: CleanConfig, files: list[str], previous: dict[str, Any] | None = None
+) -> tuple[str, dict[str, list]]:
+    """Config plus the identity (path, size, content digest) of every input (and benchmark) file; returns the
+    fingerprint and the files' :func:`~kplm.records.content_digests` (``previous``: an earlier record's).
 
     How the pipelines are executed (local/slurm/ray, workers, cluster settings) does not change the output, so
-    it is left out: a run started on one executor resumes on another."""
-    import fsspec
-
-    identity = []
-    for path in files:
-        fs, local = fsspec.core.url_to_fs(path)
-        info = fs.info(local)
-        identity.append([path, info.get("size"), str(info.get("mtime") or info.get("LastModified") or "")])
+    it is left out: a run started on one executor resumes on another. Modification times are left out too: a
+    remounted or re-copied input is the same input."""
+    digests = content_digests(files, previous)
     settings = {k: v for k, v in to_dict(config).items() if k not in EXECUTION_ONLY}
-    return fingerprint(STAGE, settings, identity)
+    return fingerprint(STAGE, settings, content_identity(digests)), digests
 
 
 def clean(config: CleanConfig) -> dict[str, Any]:
@@ -232,8 +237,8 @@ def clean(config: CleanConfig) -> dict[str, Any]:
     started = time.time()
     files = resolve_input_files(config.input)
     bench_files = decontaminate.benchmark_files(config.decontaminate) if config.decontaminate else []
-    fp = input_fingerprint(config, files + bench_files)
     out = Path(config.output)
+    fp, digests = input_fingerprint(config, files + bench_files, previous_inputs(out))
     if is_complete(out, fp):
         return json.loads((out / "clean_report.json").read_text(encoding="utf-8"))
     work = out / "_work" / fp
@@ -261,14 +266,21 @@ def clean(config: CleanConfig) -> dict[str, Any]:
         first.append(decontaminate.Decontaminate(bench_files, config.decontam_ngram, exclusion))
     stages = plan_stages(config, first, work, out, files)
     if config.executor == "slurm":  # the report is written by a last job, after all the others
-        stages.append(("9_report", [FinishClean(config, str(out), str(work), fp, started)], 1))
+        stages.append(("9_report", [FinishClean(config, str(out), str(work), fp, started, digests)], 1))
     submitted = run_chain(stages, work / "logs", config)
     if submitted is not None:
         return submitted
-    return finish(config, out, work, fp, started)
+    return finish(config, out, work, fp, started, digests)
 
 
-def finish(config: CleanConfig, out: Path, work: Path, fp: str, started: float) -> dict[str, Any]:
+def finish(
+    config: CleanConfig,
+    out: Path,
+    work: Path,
+    fp: str,
+    started: float,
+    digests: dict[str, list] | None = None,
+) -> dict[str, Any]:
     """Reconcile the counts, write the report and the record, remove the scratch files; returns the counts."""
     counts = reconcile(out, work / "counts")
     write_json_atomic(out / "clean_report.json", counts)
@@ -276,7 +288,9 @@ def finish(config: CleanConfig, out: Path, work: Path, fp: str, started: float) 
     for scratch in work.iterdir():
         if scratch.is_dir() and scratch.name not in ("logs", "counts"):
             shutil.rmtree(scratch, ignore_errors=True)
-    write_record(out, stage=STAGE, config=config, fingerprint=fp, counts=counts, started=started)
+    write_record(
+        out, stage=STAGE, config=config, fingerprint=fp, counts=counts, started=started, inputs=digests
+    )
     return counts
 
 
@@ -285,12 +299,15 @@ class FinishClean(PipelineStep):
 
     name = "kplm clean report"
 
-    def __init__(self, config: CleanConfig, out: str, work: str, fp: str, started: float):
+    def __init__(
+        self, config: CleanConfig, out: str, work: str, fp: str, started: float, digests: dict[str, list]
+    ):
         super().__init__()
         self.config, self.out, self.work, self.fp, self.started = config, out, work, fp, started
+        self.digests = digests
 
     def run(self, data: Any = None, rank: int = 0, world_size: int = 1) -> Iterator[Document]:
-        finish(self.config, Path(self.out), Path(self.work), self.fp, self.started)
+        finish(self.config, Path(self.out), Path(self.work), self.fp, self.started, self.digests)
         yield from ()
 
 

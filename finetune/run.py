@@ -33,7 +33,7 @@ from kplm.errors import KplmError
 from kplm.finetune.data import GROUPED_SPLITS, load_task_file, split_examples
 from kplm.finetune.presets import preset
 from kplm.finetune.report import write_results
-from kplm.records import is_complete, write_record
+from kplm.records import content_digests, content_identity, is_complete, previous_inputs, write_record
 
 log = logging.getLogger(__name__)
 
@@ -170,17 +170,18 @@ def _read_splits(config: FinetuneConfig) -> tuple[list, list, str, str]:
     return train, dev, Path(config.train_file).stem, Path(config.eval_file).stem
 
 
-def _fingerprint(config: FinetuneConfig) -> str:
-    """Config plus size and modification time of the model's weights and of the data files: a finished
-    output with this fingerprint is reused instead of trained again."""
+def _fingerprint(config: FinetuneConfig) -> tuple[str, dict[str, list]]:
+    """Config plus size and content digest of the model's weights and of the data files (a finished output
+    with this fingerprint is reused instead of trained again), and those files' digests."""
     files = [Path(config.model) / n for n in ("model.safetensors", "config.json")]
     files += [Path(p) for p in (config.split_of, config.train_file, config.eval_file) if p is not None]
-    stamps = {str(p): [p.stat().st_size, p.stat().st_mtime_ns] if p.is_file() else None for p in files}
+    digests = content_digests([p for p in files if p.is_file()], previous_inputs(Path(config.output)))
+    stamps = content_identity(digests)
     settings = {k: v for k, v in vars(config).items() if k not in ("threads", "device")}
     if config.split_of is not None and config.task in GROUPED_SPLITS:
         # results of the by-example split (before the grouped one existed) must not be reused
         settings["split_rule"] = f"grouped_by_{GROUPED_SPLITS[config.task]}_v1"
-    return fingerprint(settings, stamps)
+    return fingerprint(settings, stamps), digests
 
 
 def _task(config: FinetuneConfig, hp: dict[str, Any]) -> Any:
@@ -200,7 +201,7 @@ def finetune(config: FinetuneConfig) -> dict[str, Any]:
     from kplm.finetune.loop import replace_folder, train
 
     started = time.time()
-    fp = _fingerprint(config)
+    fp, digests = _fingerprint(config)
     output = Path(config.output)
     saved = output / "results.json"
     if is_complete(output, fp) and saved.is_file():
@@ -270,7 +271,15 @@ def finetune(config: FinetuneConfig) -> dict[str, Any]:
     }
     write_results(output, [result])
     counts = {**result["metrics"], "best_epoch": result["best_epoch"], "saved_model": model_dir}
-    write_record(output, stage="finetune", config=config, fingerprint=fp, counts=counts, started=started)
+    write_record(
+        output,
+        stage="finetune",
+        config=config,
+        fingerprint=fp,
+        counts=counts,
+        started=started,
+        inputs=digests,
+    )
     return result
 
 

@@ -13,6 +13,7 @@ import os
 import platform
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +83,17 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def write_record(
-    output_dir: Path, *, stage: str, config: Any, fingerprint: str, counts: dict[str, Any], started: float
+    output_dir: Path,
+    *,
+    stage: str,
+    config: Any,
+    fingerprint: str,
+    counts: dict[str, Any],
+    started: float,
+    inputs: dict[str, list] | None = None,
 ) -> dict[str, Any]:
-    """Record that ``stage`` finished writing ``output_dir``; returns the record."""
+    """Record that ``stage`` finished writing ``output_dir``; returns the record. ``inputs`` are the
+    :func:`content_digests` of the files the stage read, kept so that a rerun need not hash them again."""
     record = {
         "stage": stage,
         "fingerprint": fingerprint,
@@ -94,6 +103,8 @@ def write_record(
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "seconds": round(time.time() - started, 3),
     }
+    if inputs is not None:
+        record["inputs"] = inputs
     write_json_atomic(Path(output_dir) / RECORD_NAME, record)
     return record
 
@@ -111,3 +122,48 @@ def is_complete(output_dir: Path, fingerprint: str) -> bool:
     """True when ``output_dir`` holds a finished stage made from the same config and inputs."""
     record = read_record(output_dir)
     return bool(record) and record.get("fingerprint") == fingerprint
+
+
+def content_digests(paths: Iterable[str | Path], previous: dict[str, Any] | None = None) -> dict[str, list]:
+    """``{path: [size, modification stamp, sha256 of the content]}`` for files given as local paths or fsspec URLs.
+
+    Fingerprints use the size and the content digest (:func:`content_identity`), not the modification time:
+    a copy, a re-download or a remount of unchanged data changes the time, and must not redo a finished
+    stage. Hashing reads each file once. ``previous`` (the ``inputs`` of an earlier record, see
+    :func:`previous_inputs`) supplies the digest of every file whose size and stamp are unchanged, so a
+    finished stage is recognised without reading its inputs again.
+    """
+    import hashlib
+
+    import fsspec
+
+    known = previous if isinstance(previous, dict) else {}
+    digests: dict[str, list] = {}
+    for path in paths:
+        key = str(path)
+        fs, local = fsspec.core.url_to_fs(key)
+        info = fs.info(local)
+        size = info.get("size")
+        stamp = str(info.get("mtime") or info.get("LastModified") or info.get("ETag") or "")
+        old = known.get(key)
+        if isinstance(old, list) and len(old) == 3 and old[0] == size and old[1] == stamp:
+            digests[key] = old
+            continue
+        digest = hashlib.sha256()
+        with fs.open(local, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                digest.update(block)
+        digests[key] = [size, stamp, digest.hexdigest()]
+    return digests
+
+
+def content_identity(digests: dict[str, list], *, names_only: bool = False) -> list[list]:
+    """``[path, size, sha256]`` per file of :func:`content_digests`, in its order, for a fingerprint; with
+    ``names_only`` the file name stands for the path (a moved folder of the same files is the same input)."""
+    return [[Path(p).name if names_only else p, size, sha] for p, (size, _, sha) in digests.items()]
+
+
+def previous_inputs(output_dir: Path) -> dict[str, Any] | None:
+    """The ``inputs`` digests of the record in ``output_dir``, if it has any."""
+    record = read_record(output_dir)
+    return record.get("inputs") if record else None

@@ -22,7 +22,14 @@ from kplm.corpus.clean import run_executor, shard_writer
 from kplm.corpus.readers import ShardFileReader
 from kplm.corpus.shards import shard_files
 from kplm.pii.person_mecab import PersonMode
-from kplm.records import is_complete, write_json_atomic, write_record
+from kplm.records import (
+    content_digests,
+    content_identity,
+    is_complete,
+    previous_inputs,
+    write_json_atomic,
+    write_record,
+)
 
 STAGE = "pii.scrub_corpus"
 
@@ -80,12 +87,15 @@ def scrub_corpus(config: PiiStageConfig) -> dict[str, Any]:
 
     started = time.time()
     shards = shard_files(config.input)
-    identity = [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in shards]
-    if config.person_model is not None and Path(config.person_model).is_file():
-        model = Path(config.person_model)
-        identity.append([str(model), model.stat().st_size, model.stat().st_mtime_ns])
-    fp = fingerprint(STAGE, config, identity)
     out = Path(config.output)
+    previous = previous_inputs(out)
+    digests = content_digests(shards, previous)
+    identity = content_identity(digests, names_only=True)
+    model_digest: dict[str, list] = {}
+    if config.person_model is not None and Path(config.person_model).is_file():
+        model_digest = content_digests([config.person_model], previous)
+        identity += content_identity(model_digest)
+    fp = fingerprint(STAGE, config, identity)
     if is_complete(out, fp):
         return json.loads((out / "pii_report.json").read_text(encoding="utf-8"))
     for old in out.glob("part-*.parquet"):
@@ -115,7 +125,10 @@ def scrub_corpus(config: PiiStageConfig) -> dict[str, Any]:
     )
     counts = count_pii(out)
     write_json_atomic(out / "pii_report.json", counts)
-    write_record(out, stage=STAGE, config=config, fingerprint=fp, counts=counts, started=started)
+    write_record(
+        out, stage=STAGE, config=config, fingerprint=fp, counts=counts, started=started,
+        inputs={**digests, **model_digest},
+    )  # fmt: skip
     return counts
 
 

@@ -1,8 +1,10 @@
 """Corpus cleaning on real Korean text: rules, quarantine, exact dedup, reconciliation, sharding, resume."""
 
 import gzip
+import hashlib
 import itertools
 import json
+import os
 import unicodedata
 from collections import Counter
 
@@ -143,6 +145,14 @@ def test_rerun_is_a_noop_and_config_change_redoes(nsmc_files, tmp_path):
     stamp = part.stat().st_mtime_ns
     assert clean(config) == first
     assert part.stat().st_mtime_ns == stamp
+    # a re-copied or remounted input (new modification time, same bytes) is the same input: still a no-op,
+    # and the record keeps the inputs' digests
+    source = nsmc_files / "b.jsonl"
+    os.utime(source, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns + 10**10))
+    assert clean(config) == first
+    assert part.stat().st_mtime_ns == stamp
+    digests = json.loads((out / "kplm_record.json").read_text(encoding="utf-8"))["inputs"]
+    assert digests[str(source)][2] == hashlib.sha256(source.read_bytes()).hexdigest()
     stricter = clean(CleanConfig(input=[str(nsmc_files / "b.jsonl")], output=out, min_chars=30))
     assert stricter["kept"] < first["kept"]
     assert pq.read_table(part).num_rows == stricter["kept"]

@@ -13,6 +13,7 @@ from kplm.errors import KplmError
 from kplm.finetune import data, metrics
 from kplm.finetune.run import FinetuneConfig, finetune
 from kplm.finetune.task_cls import decode_ner, encode_ner
+from kplm.records import content_digests, content_identity
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +64,8 @@ def test_nli_split_of_dev_file_writes_named_results(tiny_model, tmp_path):
     record = json.loads(record_path.read_text(encoding="utf-8"))
     old = FinetuneConfig(**{**vars(config), "task": "klue-nli"})
     settings = {k: v for k, v in vars(old).items() if k not in ("threads", "device")}
-    stamps = {str(p): [p.stat().st_size, p.stat().st_mtime_ns] if p.is_file() else None
-              for p in [Path(tiny_model) / "model.safetensors", Path(tiny_model) / "config.json", NLI]}  # fmt: skip
-    record["fingerprint"] = fingerprint(settings, stamps)
+    files = [Path(tiny_model) / "model.safetensors", Path(tiny_model) / "config.json", Path(NLI)]
+    record["fingerprint"] = fingerprint(settings, content_identity(content_digests(files)))
     record_path.write_text(json.dumps(record), encoding="utf-8")
     (out / "results.json").write_text(json.dumps({"results": [{"stale": True}]}), encoding="utf-8")
     assert "stale" not in finetune(config)

@@ -41,7 +41,14 @@ from tqdm import tqdm
 
 from kplm.config import fingerprint
 from kplm.errors import KplmError
-from kplm.records import is_complete, read_record, write_record
+from kplm.records import (
+    content_digests,
+    content_identity,
+    is_complete,
+    previous_inputs,
+    read_record,
+    write_record,
+)
 from kplm.tokenizer.alphabet import choose_alphabet, needs_continuation_form
 from kplm.tokenizer.config import SPECIAL_TOKENS, TokenizerConfig
 from kplm.tokenizer.morphemes import MARKER, NORMALIZER_SETTINGS
@@ -75,15 +82,14 @@ def input_kind(path: Path) -> str:
     raise KplmError(f"{path}: unsupported input (give a corpus folder, .parquet, .txt, .jsonl or .jsonl.gz)")
 
 
-def input_files(paths: list[Path]) -> list[dict[str, Any]]:
-    """Every file the inputs consist of, with size and mtime (for the fingerprint)."""
+def input_files(paths: list[Path]) -> list[Path]:
+    """Every file the inputs consist of (a folder's files in sorted order)."""
     files = []
     for path in paths:
         input_kind(path)
-        members = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-        for p in members:
-            st = p.stat()
-            files.append({"path": str(p.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns})
+        files += (
+            sorted(p.resolve() for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path.resolve()]
+        )
     return files
 
 
@@ -117,10 +123,12 @@ def iter_input_texts(paths: list[Path]) -> Iterator[str]:
             raise KplmError(f"{path}: unreadable ({type(e).__name__}: {e})") from None
 
 
-def stage_fingerprint(config: TokenizerConfig) -> str:
-    """Fingerprint of everything that decides the output: config (not num_proc), input files, algorithm."""
+def stage_fingerprint(config: TokenizerConfig) -> tuple[str, dict[str, list]]:
+    """Fingerprint of everything that decides the output: config (not num_proc), the input files' paths, sizes
+    and contents, algorithm; and the files' digests (reused from the output's record where unchanged)."""
     settings = {k: v for k, v in vars(config).items() if k not in ("num_proc", "output")}
-    return fingerprint(STAGE, ALGORITHM_VERSION, settings, input_files(config.input))
+    digests = content_digests(input_files(config.input), previous_inputs(config.output))
+    return fingerprint(STAGE, ALGORITHM_VERSION, settings, content_identity(digests)), digests
 
 
 def _batches(config: TokenizerConfig, heldout: list[str]) -> Iterator[list[str]]:
@@ -304,7 +312,7 @@ def save_tokenizer(folder: Path, vocab: list[str], config: TokenizerConfig) -> A
 def train_tokenizer(config: TokenizerConfig) -> dict[str, Any]:
     """Train the vocabulary described by ``config`` and write the tokenizer folder; returns its counts."""
     started = time.time()
-    fp = stage_fingerprint(config)
+    fp, digests = stage_fingerprint(config)
     output = config.output
     if is_complete(output, fp) and all((output / f).is_file() for f in TOKENIZER_FILES):
         record = read_record(output) or {}
@@ -316,7 +324,9 @@ def train_tokenizer(config: TokenizerConfig) -> dict[str, Any]:
     tmp.mkdir()
     try:
         counts = _train_into(config, tmp)
-        write_record(tmp, stage=STAGE, config=config, fingerprint=fp, counts=counts, started=started)
+        write_record(
+            tmp, stage=STAGE, config=config, fingerprint=fp, counts=counts, started=started, inputs=digests
+        )
         old = output.parent / f".{output.name}.old-{os.getpid()}"
         if output.exists():
             output.rename(old)
