@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -45,25 +46,12 @@ def test_nli_split_of_dev_file_writes_named_results(tiny_model, tmp_path):
     assert "klue-nli-v1.1_dev[80%:]" in (out / "results.md").read_text(encoding="utf-8")
     assert (out / "kplm_record.json").is_file()
     # the finished output is reused (same config, model and data): identical result, no training
-    again = finetune(
-        FinetuneConfig(
-            model=tiny_model,
-            task="klue-nli",
-            output=out,
-            split_of=NLI,
-            max_train_examples=64,
-            max_eval_examples=48,
-            epochs=1,
-            batch_size=16,
-            threads=2,
-        )
-    )
+    again = finetune(dataclasses.replace(config, threads=2))
     assert again == result
     # a result finished before the grouped split (its fingerprint lacks the split rule) is redone, not reused
     record_path = out / "kplm_record.json"
     record = json.loads(record_path.read_text(encoding="utf-8"))
-    old = FinetuneConfig(**{**vars(config), "task": "klue-nli"})
-    settings = {k: v for k, v in vars(old).items() if k not in ("threads", "device")}
+    settings = {k: v for k, v in vars(config).items() if k not in ("threads", "device")}
     files = [Path(tiny_model) / "model.safetensors", Path(tiny_model) / "config.json", Path(NLI)]
     record["fingerprint"] = fingerprint(settings, content_identity(content_digests(files)))
     record_path.write_text(json.dumps(record), encoding="utf-8")
